@@ -1,0 +1,108 @@
+"""modelplatform's public plugin-author API. Import only from here.
+
+Everything not listed in ``__all__`` is private to the core and may change.
+"""
+
+from ._version import __version__
+from .backend import Backend, ExecuteResult
+from .codecs import Codec
+from .dataplane import DataPlane, ModelMetadata, TensorMetadata
+from .dtypes import (
+    CONFIG_TO_DATATYPE,
+    DATATYPE_TO_CONFIG,
+    DATATYPES,
+    as_bytes_array,
+    datatype_of,
+    decode_bytes,
+    element_size,
+    encode_bytes,
+    from_buffer,
+    numpy_dtype,
+)
+from .errors import (
+    AlreadyExists,
+    Cancelled,
+    DeadlineExceeded,
+    ErrorCode,
+    Internal,
+    InvalidArgument,
+    InvalidInput,
+    LimitExceeded,
+    ModelExecutionError,
+    ModelNotFound,
+    ModelNotReady,
+    ModelPlatformError,
+    NotFound,
+    PayloadTooLarge,
+    PluginError,
+    QueueFull,
+    Unavailable,
+    Unsupported,
+)
+from .grpc_server import GrpcService
+from .http_server import HttpDialect, json_error
+from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
+from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
+from .models import IndexEntry, LoadOverride, ModelManager, ModelState, ModelVersion
+from .plugins import hookimpl
+from .server import ServerContext
+from .settings import Settings
+from .validation import element_count
+
+__all__ = [
+    "CONFIG_TO_DATATYPE",
+    "DATATYPES",
+    "DATATYPE_TO_CONFIG",
+    "AlreadyExists",
+    "Backend",
+    "Cancelled",
+    "Codec",
+    "DataPlane",
+    "DeadlineExceeded",
+    "ErrorCode",
+    "ExecuteResult",
+    "GrpcService",
+    "HttpDialect",
+    "IndexEntry",
+    "InferenceRequest",
+    "InferenceResponse",
+    "Internal",
+    "InvalidArgument",
+    "InvalidInput",
+    "LimitExceeded",
+    "LoadOverride",
+    "ModelConfig",
+    "ModelExecutionError",
+    "ModelManager",
+    "ModelMetadata",
+    "ModelNotFound",
+    "ModelNotReady",
+    "ModelPlatformError",
+    "ModelState",
+    "ModelVersion",
+    "NotFound",
+    "PayloadTooLarge",
+    "PluginError",
+    "QueueFull",
+    "RequestedOutput",
+    "ServerContext",
+    "Settings",
+    "Tensor",
+    "TensorMetadata",
+    "TensorSpec",
+    "Unavailable",
+    "Unsupported",
+    "__version__",
+    "as_bytes_array",
+    "datatype_of",
+    "decode_bytes",
+    "element_count",
+    "element_size",
+    "encode_bytes",
+    "from_buffer",
+    "hookimpl",
+    "json_error",
+    "numpy_dtype",
+    "parse_json",
+    "parse_text",
+]

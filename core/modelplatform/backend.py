@@ -1,0 +1,111 @@
+"""The Backend contract and the registry that picks one for a model.
+
+A backend class is registered by a plugin's ``register_backends`` hook. The
+model manager creates one instance per model version and instance_group count
+(``instance_index`` tells them apart), calls :meth:`Backend.load` once, then
+:meth:`Backend.execute` with batches of already-validated requests.
+Heavy imports (tensorrt, onnxruntime, ...) belong in ``load()``, so every
+plugin imports on a machine without the library or a GPU.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from .errors import InvalidArgument, ModelPlatformError, PluginError, Unsupported
+from .inference import InferenceRequest, InferenceResponse
+from .model_config import ModelConfig
+
+ExecuteResult = list[InferenceResponse | ModelPlatformError]
+
+
+class Backend(ABC):
+    """Runs one model version. Subclass it, set ``kind``, implement the coroutines.
+
+    ``execute`` returns exactly one entry per request, in order: a response, or
+    the error for that request alone (Triton's contract), so one bad request in
+    a batch never fails its neighbours.
+    """
+
+    #: Unique backend name, matched against config ``backend``.
+    kind: ClassVar[str]
+    #: Triton ``platform`` values this backend serves (``onnxruntime_onnx``, ...).
+    platforms: ClassVar[tuple[str, ...]] = ()
+    #: Files whose presence in a version folder implies this backend.
+    model_files: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
+        self.config = config
+        self.version_dir = version_dir
+        self.instance_index = instance_index
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """Why this backend cannot run on this machine, or None when it can."""
+        return None
+
+    async def load(self) -> None:  # noqa: B027 - optional hook
+        """Prepare to serve. May replace ``self.config`` to fill in what it omitted."""
+
+    async def unload(self) -> None:  # noqa: B027 - optional hook
+        """Release everything ``load`` acquired. Called once, also after a failed load."""
+
+    @abstractmethod
+    async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        """Run a batch; one response or error per request, in order."""
+
+    def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        """Several responses for one request (decoupled / generator models)."""
+        raise Unsupported(f"model '{self.config.name}' does not stream responses")
+
+
+class BackendRegistry:
+    """Backend classes by kind, frozen at start-up; resolves a model's backend."""
+
+    def __init__(self, classes: Sequence[type[Backend]]) -> None:
+        self._by_kind: dict[str, type[Backend]] = {}
+        for cls in classes:
+            if cls.kind in self._by_kind:
+                raise PluginError(
+                    f"backend kind '{cls.kind}' is registered twice: "
+                    f"{self._by_kind[cls.kind].__module__} and {cls.__module__}"
+                )
+            self._by_kind[cls.kind] = cls
+
+    @property
+    def kinds(self) -> Mapping[str, type[Backend]]:
+        return dict(self._by_kind)
+
+    def resolve(self, config: ModelConfig, model_dir: Path) -> type[Backend]:
+        """By config ``backend``, then ``platform``, then the files present."""
+        if config.backend:
+            return self._by_name(config.backend, config.name)
+        if config.platform:
+            for cls in self._by_kind.values():
+                if config.platform in cls.platforms:
+                    return cls
+            raise InvalidArgument(
+                f"model '{config.name}': no backend serves platform '{config.platform}'"
+            )
+        return self._by_files(config.name, model_dir)
+
+    def _by_name(self, kind: str, model: str) -> type[Backend]:
+        try:
+            return self._by_kind[kind]
+        except KeyError:
+            known = ", ".join(sorted(self._by_kind)) or "none"
+            raise InvalidArgument(
+                f"model '{model}': backend '{kind}' is not loaded (loaded: {known})"
+            ) from None
+
+    def _by_files(self, model: str, model_dir: Path) -> type[Backend]:
+        for cls in self._by_kind.values():
+            for pattern in cls.model_files:
+                if any(model_dir.glob(f"*/{pattern}")):
+                    return cls
+        raise InvalidArgument(
+            f"model '{model}': no backend or platform set and no known model file found"
+        )

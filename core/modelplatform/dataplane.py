@@ -1,0 +1,123 @@
+"""The one path every protocol calls: health, metadata, configuration, infer.
+
+Dialects decode their wire format into an InferenceRequest, call
+:meth:`DataPlane.infer`, and encode the InferenceResponse; they never touch
+models or backends directly. Everything here is a dict lookup or a check
+against an already-frozen ModelConfig: nothing is parsed per request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ModelExecutionError, ModelPlatformError
+from .inference import InferenceRequest, InferenceResponse
+from .model_config import ModelConfig, TensorSpec
+from .models import ModelManager, ModelVersion
+from .validation import validate_request
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMetadata:
+    name: str
+    datatype: str
+    shape: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelMetadata:
+    name: str
+    versions: list[str]
+    platform: str
+    inputs: list[TensorMetadata]
+    outputs: list[TensorMetadata]
+
+
+class DataPlane:
+    def __init__(
+        self, models: ModelManager, server_name: str, server_version: str, extensions: list[str]
+    ) -> None:
+        self.models = models
+        self.server_name = server_name
+        self.server_version = server_version
+        #: Filled once at start-up from every loaded plugin; never mutated afterwards.
+        self.extensions = extensions
+        self.live = True
+        self.accepting = False
+
+    def ready(self) -> bool:
+        return self.live and self.accepting and self.models.all_requested_ready()
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        return self.models.is_ready(name, version)
+
+    def server_metadata(self) -> dict[str, Any]:
+        return {
+            "name": self.server_name,
+            "version": self.server_version,
+            "extensions": list(self.extensions),
+        }
+
+    def model_config(self, name: str, version: str = "") -> ModelConfig:
+        return self.models.get(name, version).config
+
+    def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
+        chosen = self.models.get(name, version)
+        config = chosen.config
+        ready = [v.version_str for v in self.models.versions(name) if v.ready]
+        return ModelMetadata(
+            name=name,
+            versions=[chosen.version_str] if version else ready,
+            platform=_platform(config),
+            inputs=[_tensor_metadata(s, config) for s in config.inputs],
+            outputs=[_tensor_metadata(s, config) for s in config.outputs],
+        )
+
+    def model_version(self, name: str, version: str = "") -> ModelVersion:
+        return self.models.get(name, version)
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Validate, schedule, and shape the response for one request."""
+        model = self.models.get(request.model_name, request.model_version)
+        stats = model.stats
+        started = time.perf_counter_ns()
+        with model.request():
+            try:
+                validate_request(request, model.config)
+                response = await model.scheduler.submit(request)  # type: ignore[union-attr]
+            except ModelPlatformError:
+                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+                raise
+            except Exception as error:
+                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+                raise ModelExecutionError(request.model_name, error) from error
+        stats.record_success(time.perf_counter_ns() - started, 0)  # type: ignore[union-attr]
+        return _finish(response, request, model)
+
+
+def _finish(
+    response: InferenceResponse, request: InferenceRequest, model: ModelVersion
+) -> InferenceResponse:
+    response.model_name = request.model_name
+    response.model_version = model.version_str
+    response.id = request.id
+    if request.outputs is not None:
+        by_name = {t.name: t for t in response.outputs}
+        selected = []
+        for wanted in request.outputs:
+            tensor = by_name.get(wanted.name)
+            if tensor is not None:
+                tensor.parameters = {**tensor.parameters, **wanted.parameters}
+                selected.append(tensor)
+        response.outputs = selected
+    return response
+
+
+def _platform(config: ModelConfig) -> str:
+    return config.platform or config.backend
+
+
+def _tensor_metadata(spec: TensorSpec, config: ModelConfig) -> TensorMetadata:
+    return TensorMetadata(spec.name, spec.datatype, spec.full_shape(config.max_batch_size))

@@ -1,0 +1,146 @@
+"""One exception tree for the whole platform.
+
+Every error carries a neutral :class:`ErrorCode`; only the protocol edges
+translate it (each dialect keeps one table to HTTP status / gRPC status /
+its own status shape). Constructors take data and build the message, so every
+dialect says the same words::
+
+    ModelPlatformError
+    ├── InvalidArgument            INVALID_ARGUMENT
+    │   ├── InvalidInput           (names model, tensor, expected, received)
+    │   └── LimitExceeded          (a client-controlled size over its setting)
+    │       └── PayloadTooLarge    (request body; HTTP 413)
+    ├── NotFound                   NOT_FOUND
+    │   └── ModelNotFound
+    ├── Unavailable                UNAVAILABLE
+    │   ├── ModelNotReady
+    │   └── QueueFull
+    ├── Unsupported                UNSUPPORTED
+    ├── AlreadyExists              ALREADY_EXISTS
+    ├── Cancelled                  CANCELLED
+    ├── DeadlineExceeded           DEADLINE_EXCEEDED
+    ├── Internal                   INTERNAL
+    │   └── ModelExecutionError    (user model code raised)
+    └── PluginError                INTERNAL (raised at start-up only)
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.Enum):
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    NOT_FOUND = "NOT_FOUND"
+    UNAVAILABLE = "UNAVAILABLE"
+    UNSUPPORTED = "UNSUPPORTED"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    CANCELLED = "CANCELLED"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    INTERNAL = "INTERNAL"
+
+
+class ModelPlatformError(Exception):
+    """Base of every error a client or operator may see."""
+
+    code: ErrorCode = ErrorCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArgument(ModelPlatformError):
+    code = ErrorCode.INVALID_ARGUMENT
+
+
+class InvalidInput(InvalidArgument):
+    """A request tensor does not match the model's declaration."""
+
+    def __init__(self, model: str, tensor: str, expected: str, received: str) -> None:
+        super().__init__(
+            f"model '{model}', input '{tensor}': expected {expected}, got {received}"
+        )
+        self.model, self.tensor = model, tensor
+
+
+class LimitExceeded(InvalidArgument):
+    """A size the client controls is over the configured limit."""
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(f"{what} is {size}, over the limit of {limit}")
+        self.size, self.limit = size, limit
+
+
+class PayloadTooLarge(LimitExceeded):
+    code = ErrorCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__("request body size in bytes", size, limit)
+
+
+class NotFound(ModelPlatformError):
+    code = ErrorCode.NOT_FOUND
+
+
+class ModelNotFound(NotFound):
+    def __init__(self, name: str, version: str = "") -> None:
+        if version:
+            message = f"Request for unknown model: '{name}' version {version} is not found"
+        else:
+            message = f"Request for unknown model: '{name}' is not found"
+        super().__init__(message)
+        self.name, self.version = name, version
+
+
+class Unavailable(ModelPlatformError):
+    code = ErrorCode.UNAVAILABLE
+
+
+class ModelNotReady(Unavailable):
+    def __init__(self, name: str, version: str = "", reason: str = "") -> None:
+        where = f"'{name}' version {version}" if version else f"'{name}'"
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"model {where} is not ready{detail}")
+        self.name, self.version = name, version
+
+
+class QueueFull(Unavailable):
+    def __init__(self, name: str, size: int) -> None:
+        super().__init__(f"model '{name}': request queue is full ({size} waiting)")
+
+
+class Unsupported(ModelPlatformError):
+    code = ErrorCode.UNSUPPORTED
+
+
+class AlreadyExists(ModelPlatformError):
+    code = ErrorCode.ALREADY_EXISTS
+
+
+class Cancelled(ModelPlatformError):
+    code = ErrorCode.CANCELLED
+
+
+class DeadlineExceeded(ModelPlatformError):
+    code = ErrorCode.DEADLINE_EXCEEDED
+
+
+class Internal(ModelPlatformError):
+    code = ErrorCode.INTERNAL
+
+
+class ModelExecutionError(Internal):
+    """User model code raised; the message keeps the type and text, not a traceback."""
+
+    def __init__(self, model: str, error: BaseException) -> None:
+        super().__init__(f"model '{model}' failed: {type(error).__name__}: {error}")
+        self.model = model
+
+
+class PluginError(ModelPlatformError):
+    """A plugin is misdeclared or collides with another; raised at start-up only."""

@@ -1,0 +1,61 @@
+"""The grpc.aio server: one port for every plugin's gRPC services.
+
+It is created inside the running event loop (grpc.aio binds to it), the same
+loop Sanic serves on, so HTTP and gRPC requests meet in the same schedulers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import grpc
+import structlog
+
+if TYPE_CHECKING:
+    from .server import ServerContext
+
+log = structlog.get_logger("modelplatform.grpc")
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcService:
+    """A gRPC service declaration.
+
+    ``add_to_server(server, context)`` is called once inside the running loop
+    and registers the service's handlers on ``server`` (generated
+    ``add_XServicer_to_server`` or a generic handler). ``name`` is the full
+    service name (``inference.GRPCInferenceService``); several declarations may
+    share one when each handles different methods.
+    """
+
+    name: str
+    add_to_server: Callable[[grpc.aio.Server, ServerContext], None]
+    extensions: tuple[str, ...] = ()
+
+
+def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    limit = INT32_MAX if max_message_bytes < 0 else max_message_bytes
+    return [
+        ("grpc.max_receive_message_length", limit),
+        ("grpc.max_send_message_length", limit),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
+    """Start the server if any plugin registered a service; returns it or None."""
+    if not context.grpc_services:
+        return None
+    settings = context.settings
+    server = grpc.aio.server(options=server_options(settings.grpc_max_message_bytes))
+    for service in context.grpc_services:
+        service.add_to_server(server, context)
+    address = f"{settings.host}:{settings.grpc_port}"
+    if server.add_insecure_port(address) == 0:
+        raise OSError(f"cannot bind gRPC to {address}")
+    await server.start()
+    log.info("grpc_started", address=address, services=sorted({s.name for s in context.grpc_services}))
+    return server

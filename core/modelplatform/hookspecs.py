@@ -1,0 +1,109 @@
+"""Every hook a modelplatform plugin can implement: the plugin author's reference.
+
+A plugin is a distribution with an entry point in the ``modelplatform`` group
+whose object is a module (or class) holding ``@hookimpl`` functions::
+
+    [project.entry-points.modelplatform]
+    my-protocol = "my_package.plugin"
+
+All hooks run at start-up or shutdown, never per request. ``register_*``
+hooks return declarations (classes or frozen objects); the core collects the
+results of every plugin, validates them once, rejects duplicates naming both
+providers, and freezes them into plain dicts the request path reads.
+Hook specs may gain arguments over time, never lose them: implement only the
+arguments you use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import typer
+
+    from .backend import Backend
+    from .codecs import Codec
+    from .http_server import HttpDialect
+    from .grpc_server import GrpcService
+    from .server import ServerContext
+    from .settings import Settings
+
+PROJECT = "modelplatform"
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+
+# ---- Registration: called once while the server is composed; results collected ----
+
+
+@hookspec
+def register_backends(settings: Settings) -> Sequence[type[Backend]]:
+    """Return the Backend subclasses this plugin provides.
+
+    Called once at start-up; every plugin's list is collected. Each class has a
+    unique ``kind`` (matched against a model's ``backend``), optional
+    ``platforms`` (matched against ``platform``) and ``model_files`` (used when
+    a model names neither). Return an empty list to provide nothing.
+    """
+
+
+@hookspec
+def register_codecs(settings: Settings) -> Sequence[Codec]:
+    """Return Codec instances: wire encodings that a dialect chooses between.
+
+    Called once at start-up; results collected. ``(dialect, name)`` must be
+    unique. A codec's ``extensions`` are advertised in server metadata while
+    the plugin is loaded.
+    """
+
+
+@hookspec
+def register_http_dialects(settings: Settings) -> Sequence[HttpDialect]:
+    """Return HttpDialect declarations: a name and a blueprint factory.
+
+    Called once at start-up; results collected. The factory receives the
+    ServerContext and returns a Sanic Blueprint that is mounted on the one
+    HTTP port with its own error handlers. Dialect names must be unique.
+    """
+
+
+@hookspec
+def register_grpc_services(settings: Settings) -> Sequence[GrpcService]:
+    """Return GrpcService declarations, added to the one gRPC server.
+
+    Called once at start-up; results collected. Several declarations may
+    serve methods of the same gRPC service name, each through its own
+    generic handler (the repository plugin adds ``Repository*`` RPCs to
+    ``inference.GRPCInferenceService`` this way).
+    """
+
+
+@hookspec
+def register_commands(cli: typer.Typer) -> None:
+    """Add sub-commands to the ``platform`` CLI (``cli.command()(fn)``).
+
+    Called once when the CLI is built, for every plugin; return nothing.
+    """
+
+
+# ---- Lifecycle: called inside the running event loop; results collected ----
+
+
+@hookspec
+def startup(server: ServerContext) -> Awaitable[Any] | None:
+    """Run after models are loaded and before the first request is served.
+
+    May return an awaitable, which is awaited. Called for every plugin.
+    Create loop-bound objects (tasks, queues) here, not at import time.
+    """
+
+
+@hookspec
+def shutdown(server: ServerContext) -> Awaitable[Any] | None:
+    """Run when the server stops, before models are unloaded.
+
+    May return an awaitable, which is awaited. Called for every plugin; a
+    failure is logged and does not stop the others from running.
+    """

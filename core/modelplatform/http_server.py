@@ -1,0 +1,84 @@
+"""The Sanic app: one HTTP port, one blueprint per dialect.
+
+Each dialect renders its own errors through blueprint-scoped handlers; the
+handlers here cover what no dialect matched (404/405 as Triton answers them)
+and a body over ``max_request_bytes``, refused from its Content-Length
+before it is read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import orjson
+import structlog
+from sanic import Blueprint, HTTPResponse, Request, Sanic
+from sanic.exceptions import MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
+
+if TYPE_CHECKING:
+    from .server import ServerContext
+
+log = structlog.get_logger("modelplatform.http")
+_app_numbers = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpDialect:
+    """A protocol served over HTTP: a unique name and a blueprint factory.
+
+    ``blueprint`` is called once at start-up with the ServerContext and
+    returns the Sanic Blueprint to mount. ``extensions`` are the server
+    metadata extension names this dialect implements.
+    """
+
+    name: str
+    blueprint: Callable[[ServerContext], Blueprint]
+    extensions: tuple[str, ...] = ()
+
+
+def json_error(message: str, status: int) -> HTTPResponse:
+    """Triton's error body: ``{"error": "..."}`` as application/json."""
+    return HTTPResponse(
+        orjson.dumps({"error": message}), status=status, content_type="application/json"
+    )
+
+
+def create_app(context: ServerContext) -> Sanic:
+    app = Sanic(f"modelplatform_{next(_app_numbers)}", configure_logging=False)
+    app.config.REQUEST_MAX_SIZE = context.settings.max_request_bytes
+    app.config.KEEP_ALIVE_TIMEOUT = 75
+    app.config.NOISY_EXCEPTIONS = False
+    app.config.ACCESS_LOG = False
+    app.config.FALLBACK_ERROR_FORMAT = "json"
+    for dialect in context.dialects.values():
+        app.blueprint(dialect.blueprint(context))
+    app.error_handler.add(NotFound, _not_found)
+    app.error_handler.add(MethodNotAllowed, _method_not_allowed)
+    app.error_handler.add(PayloadTooLarge, _too_large)
+    app.error_handler.add(SanicException, _sanic_error)
+    app.error_handler.add(Exception, _internal)
+    return app
+
+
+def _not_found(request: Request, exception: Exception) -> HTTPResponse:
+    return json_error("Not Found", 404)
+
+
+def _method_not_allowed(request: Request, exception: Exception) -> HTTPResponse:
+    return json_error("Method Not Allowed", 405)
+
+
+def _too_large(request: Request, exception: Exception) -> HTTPResponse:
+    return json_error(f"request body is larger than the limit: {exception}", 413)
+
+
+def _sanic_error(request: Request, exception: SanicException) -> HTTPResponse:
+    return json_error(str(exception) or "bad request", exception.status_code)
+
+
+def _internal(request: Request, exception: Exception) -> HTTPResponse:
+    log.error("request_failed", path=request.path, error=type(exception).__name__)
+    return json_error(f"internal error: {type(exception).__name__}", 500)

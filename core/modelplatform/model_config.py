@@ -1,0 +1,252 @@
+"""Model configuration: Triton's config.pbtxt (a subset) and its JSON form.
+
+Parsed with protobuf text format against ``protos/modelplatform/protos/
+model_config.proto``, which keeps Triton's names and field numbers. Fields
+Triton knows and we do not are skipped with a warning, so an existing Triton
+repository loads. :class:`ModelConfig` is frozen: it is resolved once at load
+time and read, never parsed, on the request path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from google.protobuf import json_format, text_format
+
+from .dtypes import CONFIG_TO_DATATYPE, DATATYPE_TO_CONFIG
+from .errors import InvalidArgument
+from .protos import model_config_pb2 as pb
+
+log = structlog.get_logger("modelplatform.model_config")
+
+CONFIG_FILE = "config.pbtxt"
+DEFAULT_QUEUE_SIZE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A declared input or output. ``dims`` exclude the batch dimension."""
+
+    name: str
+    datatype: str
+    dims: tuple[int, ...]
+    optional: bool = False
+    reshape: tuple[int, ...] | None = None
+
+    def full_shape(self, max_batch_size: int) -> list[int]:
+        """The shape clients see: batching models gain a leading -1."""
+        return ([-1] if max_batch_size > 0 else []) + list(self.dims)
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicBatching:
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_us: int = 0
+    max_queue_size: int = DEFAULT_QUEUE_SIZE
+    default_timeout_us: int = 0
+    allow_timeout_override: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class VersionPolicy:
+    """Triton's policy: ``latest`` N (default 1), ``all``, or ``specific`` versions."""
+
+    kind: str = "latest"
+    num_versions: int = 1
+    versions: tuple[int, ...] = ()
+
+    def select(self, available: list[int]) -> list[int]:
+        ordered = sorted(available)
+        if self.kind == "all":
+            return ordered
+        if self.kind == "specific":
+            return [v for v in ordered if v in self.versions]
+        return ordered[-self.num_versions :] if self.num_versions > 0 else []
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    name: str
+    platform: str = ""
+    backend: str = ""
+    max_batch_size: int = 0
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    version_policy: VersionPolicy = VersionPolicy()
+    instance_count: int = 1
+    dynamic_batching: DynamicBatching | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+    decoupled: bool = False
+    proto: pb.ModelConfig = field(default_factory=pb.ModelConfig, compare=False, repr=False)
+
+    @property
+    def batching(self) -> bool:
+        return self.max_batch_size > 0
+
+    def input_spec(self, name: str) -> TensorSpec | None:
+        return next((s for s in self.inputs if s.name == name), None)
+
+    def output_spec(self, name: str) -> TensorSpec | None:
+        return next((s for s in self.outputs if s.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """Triton's JSON form: proto field names, defaults printed, int64 as numbers."""
+        data = json_format.MessageToDict(
+            self.proto,
+            preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True,
+        )
+        data.setdefault("model_transaction_policy", {"decoupled": False})
+        data.setdefault("response_cache", {"enable": False})
+        return _ints_as_numbers(data)
+
+    def with_backend(self, backend: str) -> ModelConfig:
+        proto = pb.ModelConfig()
+        proto.CopyFrom(self.proto)
+        proto.backend = backend
+        return from_proto(proto)
+
+
+#: The (u)int64 fields protobuf's JSON printer writes as strings.
+_INT64_FIELDS = frozenset(
+    {
+        "dims",
+        "shape",
+        "versions",
+        "max_queue_delay_microseconds",
+        "priority_levels",
+        "default_priority_level",
+        "default_timeout_microseconds",
+    }
+)
+
+
+def _ints_as_numbers(value: Any, key: str = "") -> Any:
+    """protobuf prints int64/uint64 as strings; Triton's config JSON has numbers."""
+    if isinstance(value, dict):
+        return {k: _ints_as_numbers(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints_as_numbers(v, key) for v in value]
+    if key in _INT64_FIELDS and isinstance(value, str):
+        return int(value)
+    return value
+
+
+def parse_text(text: str, source: str = CONFIG_FILE) -> pb.ModelConfig:
+    """Parse config.pbtxt text; unknown Triton fields are warned about and skipped."""
+    proto = pb.ModelConfig()
+    try:
+        text_format.Parse(text, proto)
+        return proto
+    except text_format.ParseError as strict_error:
+        proto = pb.ModelConfig()
+        try:
+            text_format.Parse(text, proto, allow_unknown_field=True)
+        except text_format.ParseError as error:
+            raise InvalidArgument(f"{source}: {error}") from None
+        log.warning("config_fields_skipped", source=source, detail=str(strict_error))
+        return proto
+
+
+def parse_json(data: dict[str, Any] | str | bytes) -> pb.ModelConfig:
+    """Parse Triton's JSON model configuration (as the repository load API sends)."""
+    proto = pb.ModelConfig()
+    try:
+        if isinstance(data, (str, bytes)):
+            json_format.Parse(data, proto, ignore_unknown_fields=True)
+        else:
+            json_format.ParseDict(data, proto, ignore_unknown_fields=True)
+    except json_format.ParseError as error:
+        raise InvalidArgument(f"invalid model configuration JSON: {error}") from None
+    return proto
+
+
+def load_file(model_dir: Path) -> pb.ModelConfig:
+    """The model's config.pbtxt, or an empty config named after the folder."""
+    path = model_dir / CONFIG_FILE
+    if not path.is_file():
+        return pb.ModelConfig(name=model_dir.name)
+    proto = parse_text(path.read_text(encoding="utf-8"), str(path))
+    if proto.name and proto.name != model_dir.name:
+        raise InvalidArgument(
+            f"{path}: name '{proto.name}' does not match its folder '{model_dir.name}'"
+        )
+    proto.name = model_dir.name
+    return proto
+
+
+def from_proto(proto: pb.ModelConfig) -> ModelConfig:
+    """Validate a parsed configuration and freeze it."""
+    if proto.max_batch_size < 0:
+        raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
+    return ModelConfig(
+        name=proto.name,
+        platform=proto.platform,
+        backend=proto.backend,
+        max_batch_size=proto.max_batch_size,
+        inputs=tuple(_spec(proto.name, t, "input") for t in proto.input),
+        outputs=tuple(_spec(proto.name, t, "output") for t in proto.output),
+        version_policy=_version_policy(proto.version_policy),
+        instance_count=_instance_count(proto),
+        dynamic_batching=_dynamic_batching(proto),
+        parameters={k: v.string_value for k, v in proto.parameters.items()},
+        decoupled=proto.model_transaction_policy.decoupled,
+        proto=proto,
+    )
+
+
+def _spec(model: str, tensor: Any, kind: str) -> TensorSpec:
+    type_name = pb.DataType.Name(tensor.data_type)
+    if type_name not in CONFIG_TO_DATATYPE:
+        raise InvalidArgument(f"model '{model}': {kind} '{tensor.name}' has no data_type")
+    if any(d < -1 for d in tensor.dims):
+        raise InvalidArgument(f"model '{model}': {kind} '{tensor.name}' has invalid dims")
+    reshape = tuple(tensor.reshape.shape) if tensor.HasField("reshape") else None
+    return TensorSpec(
+        name=tensor.name,
+        datatype=CONFIG_TO_DATATYPE[type_name],
+        dims=tuple(tensor.dims),
+        optional=getattr(tensor, "optional", False),
+        reshape=reshape,
+    )
+
+
+def _version_policy(policy: pb.ModelVersionPolicy) -> VersionPolicy:
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "all":
+        return VersionPolicy(kind="all")
+    if choice == "specific":
+        return VersionPolicy(kind="specific", versions=tuple(policy.specific.versions))
+    if choice == "latest":
+        return VersionPolicy(kind="latest", num_versions=policy.latest.num_versions)
+    return VersionPolicy()
+
+
+def _instance_count(proto: pb.ModelConfig) -> int:
+    return max(1, sum(max(1, group.count) for group in proto.instance_group))
+
+
+def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:
+    if not proto.HasField("dynamic_batching"):
+        return None
+    batching = proto.dynamic_batching
+    queue = batching.default_queue_policy
+    return DynamicBatching(
+        preferred_batch_sizes=tuple(batching.preferred_batch_size),
+        max_queue_delay_us=batching.max_queue_delay_microseconds,
+        max_queue_size=queue.max_queue_size or DEFAULT_QUEUE_SIZE,
+        default_timeout_us=queue.default_timeout_microseconds,
+        allow_timeout_override=True,
+    )
+
+
+def spec_to_proto(spec: TensorSpec) -> dict[str, Any]:
+    """A TensorSpec as Triton JSON (used when a backend fills in a config)."""
+    return {
+        "name": spec.name,
+        "data_type": DATATYPE_TO_CONFIG[spec.datatype],
+        "dims": list(spec.dims),
+    }

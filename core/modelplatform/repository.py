@@ -1,0 +1,56 @@
+"""Scan a model repository: ``<repo>/<model>/config.pbtxt`` + ``<version>/`` folders.
+
+Numeric sub-folders are versions. Anything else inside a model folder that is
+not a known file is reported (logged) rather than silently ignored, so a
+mistyped version folder is visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from .model_config import CONFIG_FILE
+
+log = structlog.get_logger("modelplatform.repository")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """What the repository holds for one model (nothing loaded yet)."""
+
+    name: str
+    path: Path
+    versions: tuple[int, ...]
+
+    def version_dir(self, version: int) -> Path:
+        return self.path / str(version)
+
+
+def scan(root: Path) -> dict[str, ModelEntry]:
+    """Every model folder under ``root``, by name. Hidden folders are skipped."""
+    if not root.is_dir():
+        log.warning("repository_missing", path=str(root))
+        return {}
+    entries = {}
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and not child.name.startswith("."):
+            entries[child.name] = read_model(child)
+    return entries
+
+
+def read_model(model_dir: Path) -> ModelEntry:
+    versions = []
+    for child in sorted(model_dir.iterdir()):
+        if child.is_dir() and child.name.isdigit():
+            versions.append(int(child.name))
+        elif child.name != CONFIG_FILE and not child.name.startswith("."):
+            log.warning(
+                "repository_entry_ignored",
+                model=model_dir.name,
+                entry=child.name,
+                reason="not a numeric version folder or config.pbtxt",
+            )
+    return ModelEntry(model_dir.name, model_dir, tuple(sorted(versions)))

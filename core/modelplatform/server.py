@@ -1,0 +1,176 @@
+"""Composition root: settings + plugins -> ServerContext, then the lifecycle.
+
+Start-up order: plugins are collected and frozen; the HTTP port opens (so
+liveness answers while models load); models load per the control mode; the
+gRPC server starts in the same loop; plugin ``startup`` hooks run; then the
+server reports ready. Shutdown runs the same steps backwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import structlog
+from sanic import Sanic
+
+from . import repository
+from ._version import __version__
+from .backend import BackendRegistry
+from .codecs import CodecRegistry
+from .dataplane import DataPlane
+from .errors import ModelPlatformError, PluginError
+from .grpc_server import GrpcService, start_grpc_server
+from .http_server import HttpDialect, create_app
+from .models import ModelManager
+from .plugins import PluginSet, build_plugin_manager
+from .settings import Settings
+
+log = structlog.get_logger("modelplatform.server")
+
+
+@dataclass(eq=False)
+class ServerContext:
+    """Everything a plugin may use at start-up; handed to blueprint factories and hooks."""
+
+    settings: Settings
+    plugins: PluginSet
+    backends: BackendRegistry
+    codecs: CodecRegistry
+    dialects: dict[str, HttpDialect]
+    grpc_services: list[GrpcService]
+    models: ModelManager
+    dataplane: DataPlane
+    #: Plugin-owned shared state (e.g. grps online flag), keyed by plugin name.
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def compose(settings: Settings, extra_plugins: Sequence[object] = ()) -> ServerContext:
+    """Collect every plugin's declarations once and freeze them."""
+    plugins = build_plugin_manager(settings, extra_plugins)
+    hook = plugins.manager.hook
+    backends = BackendRegistry(_flatten(hook.register_backends(settings=settings)))
+    codecs = CodecRegistry(_flatten(hook.register_codecs(settings=settings)))
+    dialects = _unique_dialects(_flatten(hook.register_http_dialects(settings=settings)))
+    services = list(_flatten(hook.register_grpc_services(settings=settings)))
+    extensions = _extensions(dialects.values(), services, codecs)
+    models = ModelManager(settings.model_repository, backends)
+    dataplane = DataPlane(models, settings.server_name, __version__, extensions)
+    return ServerContext(settings, plugins, backends, codecs, dialects, services, models, dataplane)
+
+
+def _flatten(results: list[Sequence[Any] | None]) -> list[Any]:
+    return [item for result in results if result for item in result]
+
+
+def _unique_dialects(dialects: list[HttpDialect]) -> dict[str, HttpDialect]:
+    by_name: dict[str, HttpDialect] = {}
+    for dialect in dialects:
+        if dialect.name in by_name:
+            raise PluginError(f"HTTP dialect '{dialect.name}' is registered twice")
+        by_name[dialect.name] = dialect
+    return by_name
+
+
+def _extensions(
+    dialects: Any, services: list[GrpcService], codecs: CodecRegistry
+) -> list[str]:
+    names = [e for d in dialects for e in d.extensions]
+    names += [e for s in services for e in s.extensions] + list(codecs.extensions)
+    return list(dict.fromkeys(names))
+
+
+class RunningServer:
+    """A started server; ``stop()`` shuts it down in reverse order."""
+
+    def __init__(self, context: ServerContext) -> None:
+        self.context = context
+        self.app: Sanic | None = None
+        self._http: Any = None
+        self._grpc: grpc.aio.Server | None = None
+
+    async def start(self) -> None:
+        ctx = self.context
+        self.app = create_app(ctx)
+        self._http = await self.app.create_server(
+            host=ctx.settings.host,
+            port=ctx.settings.http_port,
+            return_asyncio_server=True,
+            access_log=False,
+        )
+        await self._http.startup()
+        await self._http.before_start()
+        await self._http.after_start()
+        log.info("http_started", host=ctx.settings.host, port=ctx.settings.http_port)
+        await load_initial_models(ctx)
+        self._grpc = await start_grpc_server(ctx)
+        await _call_hooks(ctx.plugins.manager.hook.startup(server=ctx))
+        ctx.dataplane.accepting = True
+        log.info("server_started", plugins=list(ctx.plugins.loaded))
+
+    async def stop(self) -> None:
+        ctx = self.context
+        ctx.dataplane.accepting = False
+        try:
+            await _call_hooks(ctx.plugins.manager.hook.shutdown(server=ctx))
+        except Exception as error:  # noqa: BLE001 - shutdown continues regardless
+            log.error("plugin_shutdown_failed", error=str(error))
+        if self._grpc is not None:
+            await self._grpc.stop(grace=2)
+        if self._http is not None:
+            await self._http.before_stop()
+            self._http.close()
+            await self._http.wait_closed()
+            await self._http.after_stop()
+        await ctx.models.shutdown()
+        log.info("server_stopped")
+
+
+async def _call_hooks(results: list[Any]) -> None:
+    for result in results:
+        if inspect.isawaitable(result):
+            await result
+
+
+async def load_initial_models(ctx: ServerContext) -> None:
+    """Load what the control mode asks for; failures are kept as reasons, not raised."""
+    settings = ctx.settings
+    names = sorted(_repository_names(ctx))
+    if settings.model_control_mode == "explicit" and "*" not in settings.load_models:
+        names = list(settings.load_models)
+    results = await asyncio.gather(*(ctx.models.load(n) for n in names), return_exceptions=True)
+    for name, result in zip(names, results):
+        if isinstance(result, ModelPlatformError):
+            log.warning("model_unavailable", model=name, reason=result.message)
+
+
+def _repository_names(ctx: ServerContext) -> list[str]:
+    return list(repository.scan(ctx.settings.model_repository))
+
+
+async def serve(settings: Settings) -> None:
+    """Run until SIGINT/SIGTERM."""
+    server = RunningServer(compose(settings))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+def run(settings: Settings) -> None:
+    try:
+        import uvloop
+
+        uvloop.run(serve(settings))
+    except ImportError:
+        asyncio.run(serve(settings))

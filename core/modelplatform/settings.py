@@ -1,0 +1,131 @@
+"""Server settings, resolved once: defaults < config file < MODELPLATFORM_* env < CLI flags.
+
+The config file is TOML; top-level keys are the field names below, and a
+``[plugins.<name>]`` table holds a plugin's own options (read by that plugin
+from ``Settings.plugin_options``). Environment variables are the field names
+upper-cased with a ``MODELPLATFORM_`` prefix; lists are comma-separated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidArgument
+
+ENV_PREFIX = "MODELPLATFORM_"
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    model_repository: Path = Path("model_repository")
+    host: str = "0.0.0.0"
+    http_port: int = 8000
+    grpc_port: int = 8001
+    #: Allow-list of plugin names; empty means every installed plugin.
+    plugins: tuple[str, ...] = ()
+    #: Block-list of plugin names.
+    disable_plugins: tuple[str, ...] = ()
+    #: none | poll | explicit (Triton's model control modes).
+    model_control_mode: str = "explicit"
+    #: Models loaded at start in explicit mode; "*" loads every model.
+    load_models: tuple[str, ...] = ("*",)
+    repository_poll_secs: float = 15.0
+    #: Server ready only when every requested model is READY (Triton's default).
+    strict_readiness: bool = True
+    log_verbose: int = 0
+    log_format: str = "console"
+    #: Largest accepted request body; larger is refused before it is read (HTTP 413).
+    max_request_bytes: int = 256 * MiB
+    #: Largest element count of one tensor; checked before anything is allocated.
+    max_tensor_elements: int = 64 * MiB
+    #: Largest single BYTES element.
+    max_bytes_element: int = 64 * MiB
+    #: gRPC message size limit; -1 lifts it (as Triton and tritonclient do).
+    grpc_max_message_bytes: int = -1
+    server_name: str = "modelplatform"
+    plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def options_for(self, plugin: str) -> Mapping[str, Any]:
+        return self.plugin_options.get(plugin, {})
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+
+
+def resolve(
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge every source in precedence order and validate the result."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        values.update(_from_file(config_file))
+    values.update(_from_env(os.environ if env is None else env))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return _build(values)
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise InvalidArgument(f"config file {path}: {error}") from None
+    plugin_options = data.pop("plugins", None)
+    if isinstance(plugin_options, dict):
+        data["plugin_options"] = plugin_options
+    elif plugin_options is not None:
+        data["plugins"] = plugin_options
+    return data
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        name: env[ENV_PREFIX + name.upper()]
+        for name in _FIELDS
+        if name != "plugin_options" and ENV_PREFIX + name.upper() in env
+    }
+
+
+def _build(values: dict[str, Any]) -> Settings:
+    unknown = set(values) - set(_FIELDS)
+    if unknown:
+        raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    converted = {name: _convert(name, value) for name, value in values.items()}
+    settings = Settings(**converted)
+    _check(settings)
+    return settings
+
+
+def _convert(name: str, value: Any) -> Any:
+    default = _FIELDS[name].default
+    try:
+        if isinstance(default, bool):
+            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+        if isinstance(default, tuple):
+            items = value.split(",") if isinstance(value, str) else value
+            return tuple(str(item).strip() for item in items if str(item).strip())
+        if isinstance(default, Path):
+            return Path(value)
+        if isinstance(default, (int, float, str)):
+            return type(default)(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"setting {name}: cannot use {value!r}") from None
+    return value
+
+
+def _check(settings: Settings) -> None:
+    if settings.model_control_mode not in ("none", "poll", "explicit"):
+        raise InvalidArgument("model_control_mode must be none, poll or explicit")
+    if settings.log_format not in ("console", "json"):
+        raise InvalidArgument("log_format must be console or json")
+    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element"):
+        if getattr(settings, name) <= 0:
+            raise InvalidArgument(f"{name} must be positive")

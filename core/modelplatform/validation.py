@@ -1,0 +1,114 @@
+"""Checks that run before any backend does.
+
+``element_count`` is for codecs: call it on a client-sent shape before
+allocating anything. ``validate_request`` is the dataplane's: it compares a
+decoded request with the model's declaration and names the model, the tensor,
+what was expected and what arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .errors import InvalidArgument, InvalidInput, LimitExceeded
+from .inference import InferenceRequest, Tensor
+from .model_config import ModelConfig, TensorSpec
+
+
+def element_count(shape: Sequence[int], limit: int) -> int:
+    """The element count of a client-sent shape, refused if negative or over ``limit``."""
+    count = 1
+    for dim in shape:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+            raise InvalidArgument(f"shape {list(shape)} has an invalid dimension {dim!r}")
+        count *= dim
+        if count > limit:
+            raise LimitExceeded(f"element count of shape {list(shape)}", count, limit)
+    return count
+
+
+def validate_request(request: InferenceRequest, config: ModelConfig) -> None:
+    """Raise InvalidInput/InvalidArgument unless the request fits the model."""
+    seen: set[str] = set()
+    batch_sizes: set[int] = set()
+    for tensor in request.inputs:
+        if tensor.name in seen:
+            raise InvalidArgument(f"model '{config.name}': input '{tensor.name}' given twice")
+        seen.add(tensor.name)
+        spec = _declared(config, tensor.name)
+        _check_tensor(config, spec, tensor)
+        if config.batching:
+            batch_sizes.add(tensor.shape[0])
+    _check_required(config, seen)
+    if len(batch_sizes) > 1:
+        raise InvalidArgument(
+            f"model '{config.name}': inputs have different batch sizes {sorted(batch_sizes)}"
+        )
+    _check_outputs(config, request)
+
+
+def _declared(config: ModelConfig, name: str) -> TensorSpec:
+    spec = config.input_spec(name)
+    if spec is None:
+        declared = ", ".join(s.name for s in config.inputs)
+        raise InvalidInput(config.name, name, f"one of the inputs [{declared}]", "unknown input")
+    return spec
+
+
+def _check_tensor(config: ModelConfig, spec: TensorSpec, tensor: Tensor) -> None:
+    if tensor.datatype != spec.datatype:
+        raise InvalidInput(config.name, spec.name, f"datatype {spec.datatype}", tensor.datatype)
+    expected = spec.full_shape(config.max_batch_size)
+    if not _shape_matches(expected, tensor.shape, config.max_batch_size):
+        raise InvalidInput(
+            config.name, spec.name, f"shape {_describe(expected, config)}", f"{list(tensor.shape)}"
+        )
+    if tensor.data.size != _product(tensor.shape):
+        raise InvalidInput(
+            config.name,
+            spec.name,
+            f"{_product(tensor.shape)} elements for shape {list(tensor.shape)}",
+            f"{tensor.data.size} elements",
+        )
+
+
+def _shape_matches(expected: list[int], shape: tuple[int, ...], max_batch: int) -> bool:
+    if len(expected) != len(shape):
+        return False
+    if max_batch > 0 and not 1 <= shape[0] <= max_batch:
+        return False
+    return all(e == -1 or e == s for e, s in zip(expected, shape))
+
+
+def _describe(expected: list[int], config: ModelConfig) -> str:
+    if config.batching:
+        return f"{expected} with a batch size of 1 to {config.max_batch_size}"
+    return str(expected)
+
+
+def _check_required(config: ModelConfig, seen: set[str]) -> None:
+    missing = [s.name for s in config.inputs if not s.optional and s.name not in seen]
+    if missing:
+        raise InvalidArgument(
+            f"model '{config.name}': expected {len(config.inputs)} inputs, "
+            f"missing required input(s) {missing}"
+        )
+
+
+def _check_outputs(config: ModelConfig, request: InferenceRequest) -> None:
+    if request.outputs is None or not config.outputs:
+        return
+    for output in request.outputs:
+        if config.output_spec(output.name) is None:
+            declared = ", ".join(s.name for s in config.outputs)
+            raise InvalidArgument(
+                f"model '{config.name}': unknown output '{output.name}' "
+                f"(declared: [{declared}])"
+            )
+
+
+def _product(shape: Sequence[int]) -> int:
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count

@@ -1,0 +1,1 @@
+"""Open Inference Protocol plugins for modelplatform."""

@@ -1,0 +1,1 @@
+"""oip-rest: the Open Inference Protocol over HTTP."""

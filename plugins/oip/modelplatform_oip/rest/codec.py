@@ -1,0 +1,61 @@
+"""The contract between the oip-rest dialect and its codecs.
+
+oip-rest always has its JSON codec. Another plugin may register a codec for
+the ``oip-rest`` dialect under the name ``binary`` (the Binary Tensor Data
+Extension does): the dialect hands it every request that carries an
+``Inference-Header-Content-Length`` header, and every response for which
+``wants_response`` is true.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from modelplatform import Codec, InferenceRequest, InferenceResponse, ModelConfig, Settings
+
+DIALECT = "oip-rest"
+BINARY_CODEC = "binary"
+HEADER_LENGTH = "inference-header-content-length"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_tensor_elements: int
+    max_bytes_element: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(settings.max_tensor_elements, settings.max_bytes_element)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    body: bytes
+    content_type: str
+    headers: dict[str, str]
+
+
+class RestCodec(Codec):
+    """Base class for oip-rest codecs."""
+
+    dialect: ClassVar[str] = DIALECT
+
+    def decode(
+        self,
+        body: bytes,
+        header_length: int,
+        model: str,
+        version: str,
+        config: ModelConfig,
+        limits: Limits,
+    ) -> InferenceRequest:
+        """Build the request; ``header_length`` is the JSON header's byte length."""
+        raise NotImplementedError
+
+    def wants_response(self, request: InferenceRequest) -> bool:
+        """Whether this codec should encode the response to ``request``."""
+        return False
+
+    def encode(self, response: InferenceResponse, request: InferenceRequest) -> EncodedResponse:
+        raise NotImplementedError

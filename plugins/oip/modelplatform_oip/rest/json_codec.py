@@ -1,0 +1,158 @@
+"""The Open Inference Protocol JSON body: request parsing and response rendering.
+
+``parse_request`` is shared with the binary extension, which supplies
+``take_binary`` to hand out each input's slice of the body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import orjson
+
+from modelplatform import (
+    DATATYPES,
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    RequestedOutput,
+    Tensor,
+)
+
+from .codec import EncodedResponse, Limits
+from .json_tensors import array_from_json, array_to_json
+
+#: Builds an input's array from its slice of a binary body (the binary extension).
+BinaryReader = Callable[[str, str, list[int], int, Limits], np.ndarray]
+
+
+def load_json(body: bytes) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise InvalidArgument(f"failed to parse the request JSON: {error}") from None
+    if not isinstance(doc, dict):
+        raise InvalidArgument("the request body must be a JSON object")
+    return doc
+
+
+def parse_request(
+    doc: dict[str, Any],
+    model: str,
+    version: str,
+    limits: Limits,
+    read_binary: BinaryReader | None = None,
+) -> InferenceRequest:
+    inputs = doc.get("inputs")
+    if not isinstance(inputs, list) or not inputs:
+        raise InvalidArgument("the request must have a non-empty 'inputs' list")
+    return InferenceRequest(
+        model_name=model,
+        model_version=version,
+        id=_string(doc.get("id", ""), "id"),
+        parameters=_parameters(doc.get("parameters"), "request"),
+        inputs=[_input(item, limits, read_binary) for item in inputs],
+        outputs=_outputs(doc.get("outputs")),
+    )
+
+
+def _input(item: Any, limits: Limits, read_binary: BinaryReader | None) -> Tensor:
+    if not isinstance(item, dict):
+        raise InvalidArgument("each input must be a JSON object")
+    name = _string(item.get("name"), "input name")
+    datatype = item.get("datatype")
+    if datatype not in DATATYPES:
+        raise InvalidArgument(f"input '{name}': unknown datatype {datatype!r}")
+    shape = item.get("shape")
+    if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
+        raise InvalidArgument(f"input '{name}': 'shape' must be a list of integers")
+    parameters = _parameters(item.get("parameters"), f"input '{name}'")
+    array = _input_data(name, datatype, shape, item, parameters, limits, read_binary)
+    return Tensor(name, datatype, tuple(shape), array, parameters)
+
+
+def _input_data(
+    name: str,
+    datatype: str,
+    shape: list[int],
+    item: dict[str, Any],
+    parameters: dict[str, Any],
+    limits: Limits,
+    read_binary: BinaryReader | None,
+) -> np.ndarray:
+    size = parameters.get("binary_data_size")
+    if size is None:
+        if "data" not in item:
+            raise InvalidArgument(f"input '{name}': no 'data' and no binary_data_size")
+        return array_from_json(name, datatype, shape, item["data"], limits)
+    if read_binary is None:
+        raise InvalidArgument(
+            f"input '{name}': binary_data_size needs the binary tensor data extension"
+        )
+    if not _is_int(size) or size < 0:
+        raise InvalidArgument(f"input '{name}': binary_data_size must be a non-negative integer")
+    return read_binary(name, datatype, shape, size, limits)
+
+
+def _outputs(value: Any) -> list[RequestedOutput] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InvalidArgument("'outputs' must be a list")
+    outputs = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise InvalidArgument("each requested output must be a JSON object")
+        name = _string(item.get("name"), "output name")
+        outputs.append(RequestedOutput(name, _parameters(item.get("parameters"), f"output '{name}'")))
+    return outputs
+
+
+def _parameters(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{where} 'parameters' must be a JSON object")
+    return value
+
+
+def _string(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def response_document(response: InferenceResponse, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The response object around already-rendered outputs (shared with binary)."""
+    doc: dict[str, Any] = {}
+    if response.id:
+        doc["id"] = response.id
+    doc["model_name"] = response.model_name
+    doc["model_version"] = response.model_version
+    if response.parameters:
+        doc["parameters"] = response.parameters
+    doc["outputs"] = outputs
+    return doc
+
+
+def json_output(tensor: Tensor) -> dict[str, Any]:
+    """A JSON output: no ``parameters`` key (perf_analyzer reads one as binary)."""
+    return {
+        "name": tensor.name,
+        "datatype": tensor.datatype,
+        "shape": list(tensor.shape),
+        "data": array_to_json(tensor.data),
+    }
+
+
+def encode_json(response: InferenceResponse) -> EncodedResponse:
+    if any(t.datatype == "BF16" for t in response.outputs):
+        raise InvalidArgument("BF16 outputs can only be returned binary")
+    doc = response_document(response, [json_output(t) for t in response.outputs])
+    return EncodedResponse(orjson.dumps(doc), "application/json", {})

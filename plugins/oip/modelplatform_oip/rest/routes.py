@@ -1,0 +1,132 @@
+"""The ``/v2`` routes of the Open Inference Protocol over HTTP.
+
+Paths, status codes and bodies follow Triton (protocol-notes A1-A4, A8):
+health answers 200 or 400 with an empty body; errors are
+``{"error": "..."}``; no Content-Type is required on infer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from sanic import Blueprint, HTTPResponse, Request
+
+from modelplatform import (
+    InvalidArgument,
+    ModelMetadata,
+    ModelPlatformError,
+    ServerContext,
+    json_error,
+)
+
+from .body import decoded_body
+from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, Limits, RestCodec
+from .json_codec import encode_json, load_json, parse_request
+from .status import http_status
+
+MODEL = "/v2/models/<model:str>"
+VERSIONED = "/v2/models/<model:str>/versions/<version:int>"
+
+__all__ = ["DIALECT", "build_blueprint"]
+
+
+def _json(data: Any, status: int = 200) -> HTTPResponse:
+    return HTTPResponse(orjson.dumps(data), status=status, content_type="application/json")
+
+
+def _empty(ok: bool) -> HTTPResponse:
+    return HTTPResponse(status=200 if ok else 400)
+
+
+def metadata_json(meta: ModelMetadata) -> dict[str, Any]:
+    return {
+        "name": meta.name,
+        "versions": meta.versions,
+        "platform": meta.platform,
+        "inputs": [{"name": t.name, "datatype": t.datatype, "shape": t.shape} for t in meta.inputs],
+        "outputs": [{"name": t.name, "datatype": t.datatype, "shape": t.shape} for t in meta.outputs],
+    }
+
+
+class OipRoutes:
+    """Handlers bound to one server's dataplane and codecs (resolved at start-up)."""
+
+    def __init__(self, context: ServerContext) -> None:
+        self.dataplane = context.dataplane
+        self.limits = Limits.from_settings(context.settings)
+        self.max_body = context.settings.max_request_bytes
+        binary = context.codecs.get(DIALECT, BINARY_CODEC)
+        self.binary: RestCodec | None = binary if isinstance(binary, RestCodec) else None
+
+    async def server_metadata(self, request: Request) -> HTTPResponse:
+        return _json(self.dataplane.server_metadata())
+
+    async def live(self, request: Request) -> HTTPResponse:
+        return _empty(self.dataplane.live)
+
+    async def ready(self, request: Request) -> HTTPResponse:
+        return _empty(self.dataplane.ready())
+
+    async def model_ready(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
+        if self.dataplane.model_ready(model, _v(version)):
+            return HTTPResponse(status=200)
+        return json_error("Model version not ready", 400)
+
+    async def model_metadata(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
+        return _json(metadata_json(self.dataplane.model_metadata(model, _v(version))))
+
+    async def model_config(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
+        return _json(self.dataplane.model_config(model, _v(version)).to_json())
+
+    async def infer(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
+        body = decoded_body(request.body, request.headers.get("content-encoding"), self.max_body)
+        header_length = request.headers.get(HEADER_LENGTH)
+        if header_length is None:
+            inference = parse_request(load_json(body), model, _v(version), self.limits)
+        else:
+            inference = self._decode_binary(body, header_length, model, _v(version))
+        response = await self.dataplane.infer(inference)
+        if self.binary is not None and self.binary.wants_response(inference):
+            encoded = self.binary.encode(response, inference)
+        else:
+            encoded = encode_json(response)
+        return HTTPResponse(encoded.body, headers=encoded.headers, content_type=encoded.content_type)
+
+    def _decode_binary(self, body: bytes, header_length: str, model: str, version: str) -> Any:
+        if self.binary is None:
+            raise InvalidArgument(
+                f"'{HEADER_LENGTH}' was sent but the binary tensor data extension is not enabled"
+            )
+        try:
+            length = int(header_length)
+        except ValueError:
+            raise InvalidArgument(f"Unable to parse {HEADER_LENGTH} '{header_length}'") from None
+        if not 0 <= length <= len(body):
+            raise InvalidArgument(f"inference header size should be in range (0, {len(body)}), got: {length}")
+        config = self.dataplane.model_config(model, version)
+        return self.binary.decode(body, length, model, version, config, self.limits)
+
+
+def _v(version: int | None) -> str:
+    return "" if version is None else str(version)
+
+
+async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
+    return json_error(error.message, http_status(error))
+
+
+def build_blueprint(context: ServerContext) -> Blueprint:
+    routes = OipRoutes(context)
+    bp = Blueprint(DIALECT)
+    bp.add_route(routes.server_metadata, "/v2", methods=["GET"], name="server_metadata")
+    bp.add_route(routes.live, "/v2/health/live", methods=["GET"], name="health_live")
+    bp.add_route(routes.ready, "/v2/health/ready", methods=["GET"], name="health_ready")
+    for prefix in (MODEL, VERSIONED):
+        suffix = "v" if prefix == VERSIONED else ""
+        bp.add_route(routes.model_metadata, prefix, methods=["GET"], name=f"model_metadata{suffix}")
+        bp.add_route(routes.model_ready, f"{prefix}/ready", methods=["GET"], name=f"model_ready{suffix}")
+        bp.add_route(routes.model_config, f"{prefix}/config", methods=["GET"], name=f"model_config{suffix}")
+        bp.add_route(routes.infer, f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}")
+    bp.exception(ModelPlatformError)(_on_error)
+    return bp

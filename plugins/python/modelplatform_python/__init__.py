@@ -1,0 +1,1 @@
+"""modelplatform backend for Python/numpy models."""

@@ -1,0 +1,145 @@
+"""The ``python`` backend: a ``model.py`` with a ``Model`` class.
+
+Contract for ``<model>/<version>/model.py``::
+
+    import numpy as np
+
+    class Model:
+        def load(self, config, version_dir):          # optional; sync or async
+            self.offset = 3.0
+
+        def infer(self, inputs):                       # required; sync or async
+            # inputs: dict of input name -> numpy array (BYTES: object array of bytes)
+            return {"y": inputs["x"] * 0.5 + self.offset}
+
+        def unload(self):                              # optional; sync or async
+            ...
+
+``infer`` returns a dict of output name -> array (lists are converted; str
+elements of BYTES outputs become UTF-8). Outputs declared in the model's
+configuration are cast to their declared datatype. A synchronous ``infer``
+runs in a worker thread, off the event loop; an ``async def infer`` runs on
+the loop. ``infer`` may instead be a generator (sync or async) yielding
+several dicts: such a model streams (grps streaming); over unary protocols
+its last yield is the response. An exception raised by user code fails that
+request alone, with a clean error; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from modelplatform import (
+    Backend,
+    ExecuteResult,
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    ModelConfig,
+    ModelExecutionError,
+    ModelPlatformError,
+    Tensor,
+)
+
+from .loader import forget_module, import_model_module
+from .outputs import to_tensors
+
+
+class PythonBackend(Backend):
+    kind: ClassVar[str] = "python"
+    model_files: ClassVar[tuple[str, ...]] = ("model.py",)
+
+    def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
+        super().__init__(config, version_dir, instance_index)
+        self._module: Any = None
+        self._model: Any = None
+        self._streams = False
+
+    async def load(self) -> None:
+        self._module = await asyncio.to_thread(import_model_module, self.version_dir)
+        model_class = getattr(self._module, "Model", None)
+        if model_class is None or not callable(getattr(model_class, "infer", None)):
+            raise InvalidArgument(f"{self.version_dir}/model.py must define class Model with infer()")
+        self._model = model_class()
+        self._streams = inspect.isgeneratorfunction(self._model.infer) or inspect.isasyncgenfunction(
+            self._model.infer
+        )
+        await _call(getattr(self._model, "load", None), self.config, self.version_dir)
+
+    async def unload(self) -> None:
+        try:
+            await _call(getattr(self._model, "unload", None))
+        finally:
+            self._model = None
+            if self._module is not None:
+                forget_module(self._module)
+                self._module = None
+
+    async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        return [await self._execute_one(request) for request in batch]
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]
+        async for outputs in self._iterate(request):
+            yield self._response(request, outputs)
+
+    async def _execute_one(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError:
+        try:
+            if self._streams:
+                last: Any = None
+                async for last in self._iterate(request):
+                    pass
+                if last is None:
+                    raise ValueError("generator model yielded nothing")
+                return self._response(request, last)
+            outputs = await self._infer(request.arrays())
+            return self._response(request, outputs)
+        except ModelPlatformError as error:
+            return error
+        except Exception as error:  # noqa: BLE001 - user code fails its own request only
+            return ModelExecutionError(self.config.name, error)
+
+    async def _infer(self, inputs: dict[str, np.ndarray]) -> Any:
+        if inspect.iscoroutinefunction(self._model.infer):
+            return await self._model.infer(inputs)
+        return await asyncio.to_thread(self._model.infer, inputs)
+
+    async def _iterate(self, request: InferenceRequest) -> AsyncIterator[Any]:
+        produced = self._model.infer(request.arrays())
+        if inspect.isasyncgen(produced):
+            async for item in produced:
+                yield item
+            return
+        sentinel = object()
+        while True:
+            item = await asyncio.to_thread(next, produced, sentinel)
+            if item is sentinel:
+                return
+            yield item
+
+    def _response(self, request: InferenceRequest, outputs: Any) -> InferenceResponse:
+        tensors: list[Tensor] = to_tensors(self.config, outputs)
+        return InferenceResponse(request.model_name, request.model_version, tensors)
+
+
+async def _call(method: Any, *args: Any) -> None:
+    if method is None:
+        return
+    if inspect.iscoroutinefunction(method):
+        await method(*args)
+    else:
+        await asyncio.to_thread(_call_flexibly, method, *args)
+
+
+def _call_flexibly(method: Any, *args: Any) -> None:
+    """Pass only as many arguments as the user's method takes."""
+    try:
+        count = len(inspect.signature(method).parameters)
+    except (TypeError, ValueError):
+        count = len(args)
+    method(*args[:count])

@@ -1,0 +1,37 @@
+"""Imports a version folder's model.py under a unique module name."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from modelplatform import InvalidArgument
+
+MODEL_FILE = "model.py"
+_counter = itertools.count()
+
+
+def import_model_module(version_dir: Path) -> ModuleType:
+    """Load ``model.py`` fresh (a reload never reuses the old module)."""
+    path = version_dir / MODEL_FILE
+    if not path.is_file():
+        raise InvalidArgument(f"{path} does not exist")
+    name = f"modelplatform_user_model_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise InvalidArgument(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def forget_module(module: ModuleType) -> None:
+    sys.modules.pop(module.__name__, None)
