@@ -96,22 +96,27 @@ class RunningServer:
 
     async def start(self) -> None:
         ctx = self.context
-        self.app = create_app(ctx)
+        if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
+            await self._start_http()
+        await load_initial_models(ctx)
+        self._grpc = await start_grpc_server(ctx)
+        await _call_hooks(ctx.plugins.manager.hook.startup(server=ctx))
+        ctx.dataplane.accepting = True
+        log.info("server_started", plugins=list(ctx.plugins.loaded))
+
+    async def _start_http(self) -> None:
+        settings = self.context.settings
+        self.app = create_app(self.context)
         self._http = await self.app.create_server(
-            host=ctx.settings.host,
-            port=ctx.settings.http_port,
+            host=settings.host,
+            port=settings.http_port,
             return_asyncio_server=True,
             access_log=False,
         )
         await self._http.startup()
         await self._http.before_start()
         await self._http.after_start()
-        log.info("http_started", host=ctx.settings.host, port=ctx.settings.http_port)
-        await load_initial_models(ctx)
-        self._grpc = await start_grpc_server(ctx)
-        await _call_hooks(ctx.plugins.manager.hook.startup(server=ctx))
-        ctx.dataplane.accepting = True
-        log.info("server_started", plugins=list(ctx.plugins.loaded))
+        log.info("http_started", host=settings.host, port=settings.http_port)
 
     async def stop(self) -> None:
         ctx = self.context

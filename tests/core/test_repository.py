@@ -1,0 +1,22 @@
+import structlog
+
+from modelplatform.repository import scan
+
+
+def test_scan_reads_numeric_versions_and_warns_about_the_rest(tmp_path):
+    model = tmp_path / "m"
+    for name in ("1", "10", "2", "latest"):
+        (model / name).mkdir(parents=True)
+    (model / "config.pbtxt").write_text('name: "m"')
+    (model / "notes.txt").write_text("x")
+    (tmp_path / ".hidden").mkdir()
+    with structlog.testing.capture_logs() as logs:
+        entries = scan(tmp_path)
+    assert list(entries) == ["m"]
+    assert entries["m"].versions == (1, 2, 10)
+    ignored = sorted(e["entry"] for e in logs if e["event"] == "repository_entry_ignored")
+    assert ignored == ["latest", "notes.txt"]
+
+
+def test_missing_repository_is_empty(tmp_path):
+    assert scan(tmp_path / "absent") == {}
