@@ -103,6 +103,11 @@ class ModelConfig:
         data.setdefault("response_cache", {"enable": False})
         return _ints_as_numbers(data)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | str | bytes) -> ModelConfig:
+        """Validate and freeze Triton's JSON form (a backend completing its config uses it)."""
+        return from_proto(parse_json(data))
+
     def with_backend(self, backend: str) -> ModelConfig:
         proto = pb.ModelConfig()
         proto.CopyFrom(self.proto)

@@ -1,0 +1,1 @@
+"""modelplatform backend for ONNX models on ONNX Runtime."""
