@@ -54,3 +54,41 @@ def read_model(model_dir: Path) -> ModelEntry:
                 reason="not a numeric version folder or config.pbtxt",
             )
     return ModelEntry(model_dir.name, model_dir, tuple(sorted(versions)))
+
+
+#: Every file of a model folder as (relative path, size, mtime_ns), sorted.
+Fingerprint = tuple[tuple[str, int, int], ...]
+_SKIPPED = "__pycache__"
+
+
+def fingerprint(model_dir: Path) -> Fingerprint:
+    """What a model folder holds right now; changes whenever a file is added, edited or grows.
+
+    Hidden entries and ``__pycache__`` are left out: a backend importing a
+    model writes bytecode there, which is not a change to the model.
+    """
+    items = []
+    for path in sorted(model_dir.rglob("*")):
+        relative = path.relative_to(model_dir)
+        if any(part.startswith(".") or part == _SKIPPED for part in relative.parts):
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # removed while we looked: the next scan sees the change
+        if path.is_dir():
+            items.append((relative.as_posix(), -1, 0))  # an added or removed (version) folder
+        else:
+            items.append((relative.as_posix(), stat.st_size, stat.st_mtime_ns))
+    return tuple(items)
+
+
+def snapshot(root: Path) -> dict[str, Fingerprint]:
+    """Fingerprints of every model folder under ``root`` (quietly: poll mode calls it often)."""
+    if not root.is_dir():
+        return {}
+    return {
+        child.name: fingerprint(child)
+        for child in sorted(root.iterdir())
+        if child.is_dir() and not child.name.startswith(".")
+    }

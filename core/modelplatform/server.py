@@ -28,6 +28,7 @@ from .errors import ModelPlatformError, PluginError
 from .grpc_server import GrpcService, start_grpc_server
 from .http_server import HttpDialect, create_app
 from .models import ModelManager
+from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager
 from .settings import Settings
 
@@ -59,7 +60,7 @@ def compose(settings: Settings, extra_plugins: Sequence[object] = ()) -> ServerC
     dialects = _unique_dialects(_flatten(hook.register_http_dialects(settings=settings)))
     services = list(_flatten(hook.register_grpc_services(settings=settings)))
     extensions = _extensions(dialects.values(), services, codecs)
-    models = ModelManager(settings.model_repository, backends)
+    models = ModelManager(settings.model_repository, backends, settings.strict_readiness)
     dataplane = DataPlane(models, settings.server_name, __version__, extensions)
     return ServerContext(settings, plugins, backends, codecs, dialects, services, models, dataplane)
 
@@ -93,12 +94,14 @@ class RunningServer:
         self.app: Sanic | None = None
         self._http: Any = None
         self._grpc: grpc.aio.Server | None = None
+        self._poller: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         ctx = self.context
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx)
+        self._poller = start_polling(ctx)
         self._grpc = await start_grpc_server(ctx)
         await _call_hooks(ctx.plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.accepting = True
@@ -121,6 +124,9 @@ class RunningServer:
     async def stop(self) -> None:
         ctx = self.context
         ctx.dataplane.accepting = False
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
         try:
             await _call_hooks(ctx.plugins.manager.hook.shutdown(server=ctx))
         except Exception as error:  # noqa: BLE001 - shutdown continues regardless
@@ -148,10 +154,21 @@ async def load_initial_models(ctx: ServerContext) -> None:
     names = sorted(_repository_names(ctx))
     if settings.model_control_mode == "explicit" and "*" not in settings.load_models:
         names = list(settings.load_models)
-    results = await asyncio.gather(*(ctx.models.load(n) for n in names), return_exceptions=True)
+    loads = (ctx.models.load(n, required=True) for n in names)
+    results = await asyncio.gather(*loads, return_exceptions=True)
     for name, result in zip(names, results):
         if isinstance(result, ModelPlatformError):
             log.warning("model_unavailable", model=name, reason=result.message)
+
+
+def start_polling(ctx: ServerContext) -> asyncio.Task[None] | None:
+    """In poll mode, a task that follows the repository every ``repository_poll_secs``."""
+    settings = ctx.settings
+    if settings.model_control_mode != "poll" or settings.repository_poll_secs <= 0:
+        return None
+    poller = RepositoryPoller(ctx.models, settings.model_repository, settings.repository_poll_secs)
+    log.info("repository_polling", every_secs=settings.repository_poll_secs)
+    return asyncio.ensure_future(poller.run())
 
 
 def _repository_names(ctx: ServerContext) -> list[str]:

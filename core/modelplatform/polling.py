@@ -1,0 +1,57 @@
+"""Poll mode: rescan the repository every N seconds and follow it.
+
+New or changed models are (re)loaded, removed ones unloaded. A model folder
+whose files still change between two scans (being copied) is left alone
+until two consecutive scans see the same files, so a half-written version
+is never loaded. The scan runs in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from pathlib import Path
+
+import structlog
+
+from . import repository
+from .errors import ModelPlatformError
+from .models import ModelManager
+
+log = structlog.get_logger("modelplatform.polling")
+
+
+class RepositoryPoller:
+    def __init__(self, models: ModelManager, root: Path, interval: float) -> None:
+        self.models = models
+        self.root = root
+        self.interval = interval
+        self._previous: dict[str, repository.Fingerprint] = {}
+
+    async def run(self) -> None:
+        """Poll until cancelled; one failed scan never stops the loop."""
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.poll_once()
+            except Exception as error:  # noqa: BLE001 - keep polling
+                log.error("repository_poll_failed", error=f"{type(error).__name__}: {error}")
+
+    async def poll_once(self) -> None:
+        current = await asyncio.to_thread(repository.snapshot, self.root)
+        stable = {n: fp for n, fp in current.items() if self._previous.get(n) == fp}
+        self._previous = current
+        changed = [n for n, fp in stable.items() if self.models.attempted_fingerprint(n) != fp]
+        removed = [n for n in self.models.loaded_names() if n not in current]
+        if changed or removed:
+            log.info("repository_changed", load=changed, unload=removed)
+        await asyncio.gather(
+            *(self._apply(self.models.load(n), n, "load") for n in changed),
+            *(self._apply(self.models.unload(n), n, "unload") for n in removed),
+        )
+
+    async def _apply(self, action: Awaitable[None], name: str, kind: str) -> None:
+        try:
+            await action
+        except ModelPlatformError as error:
+            log.warning("model_poll_action_failed", model=name, action=kind, reason=error.message)
