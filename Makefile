@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench protos lint clean venv
+.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
 
-test: $(STAMP)
+test: $(STAMP) perf-analyzer
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
 test-gpu: $(STAMP)
@@ -24,6 +24,7 @@ bench: $(STAMP)
 # Regenerates the committed protobuf code (tests/core/test_protos.py fails when stale).
 protos: $(STAMP)
 	$(PROTOC) --python_out=core --pyi_out=core protos/modelplatform/protos/model_config.proto
+	$(PROTOC) --python_out=plugins/oip --pyi_out=plugins/oip --grpc_python_out=plugins/oip protos/modelplatform_oip/protos/grpc_service.proto
 
 venv: $(BIN)/python
 
@@ -35,6 +36,29 @@ $(STAMP): $(BIN)/python $(SOURCES)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements/dev.txt
 	touch $(STAMP)
+
+# perf_analyzer (r24.09): the binary inside the tritonclient 2.50.0 manylinux wheel
+# (newer wheels need glibc 2.38), unpacked beside the venv - not into it, since the
+# tests use a newer tritonclient - with libcudart from PyPI and Debian's libb64.
+PA_DIR   := $(VENV)/perf_analyzer
+PA_STAMP := $(PA_DIR)/.installed
+
+perf-analyzer: $(PA_STAMP)
+
+$(PA_STAMP): $(BIN)/python
+	ldconfig -p | grep -q libb64.so.0d || { apt-get update && apt-get install -y libb64-0d; }
+	rm -rf $(PA_DIR) && mkdir -p $(PA_DIR)/wheels
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+	  --platform manylinux1_x86_64 --platform manylinux2014_x86_64 -d $(PA_DIR)/wheels \
+	  tritonclient==2.50.0 'nvidia-cuda-runtime-cu12>=12,<13'
+	cd $(PA_DIR) && unzip -q -j wheels/tritonclient-*.whl '*/data/bin/perf_analyzer' -d bin \
+	  && unzip -q -j wheels/nvidia_cuda_runtime_cu12-*.whl 'nvidia/cuda_runtime/lib/libcudart.so.12' -d lib
+	chmod +x $(PA_DIR)/bin/perf_analyzer
+	printf '#!/bin/sh\nhere=$$(dirname "$$(readlink -f "$$0")")\nLD_LIBRARY_PATH="$$here/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$here/bin/perf_analyzer" "$$@"\n' > $(PA_DIR)/perf_analyzer
+	chmod +x $(PA_DIR)/perf_analyzer
+	rm -rf $(PA_DIR)/wheels
+	$(PA_DIR)/perf_analyzer --version
+	touch $(PA_STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

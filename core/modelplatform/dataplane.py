@@ -16,6 +16,7 @@ from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
 from .models import ModelManager, ModelVersion
+from .stats import ModelStats
 from .validation import validate_request
 
 
@@ -78,6 +79,16 @@ class DataPlane:
     def model_version(self, name: str, version: str = "") -> ModelVersion:
         return self.models.get(name, version)
 
+    def statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
+        """Counters of every READY version: of all models, of one model, or of one version."""
+        if version:
+            return _stats_of([self.models.get(name, version)])
+        names = [name] if name else self.models.names()
+        found = _stats_of([v for n in names for v in self.models.versions(n) if v.ready])
+        if name and not found:
+            self.models.get(name)  # raises the same not-found/not-ready error as infer
+        return found
+
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Validate, schedule, and shape the response for one request."""
         model = self.models.get(request.model_name, request.model_version)
@@ -93,7 +104,7 @@ class DataPlane:
             except Exception as error:
                 stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
                 raise ModelExecutionError(request.model_name, error) from error
-        stats.record_success(time.perf_counter_ns() - started, 0)  # type: ignore[union-attr]
+        stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
 
@@ -113,6 +124,10 @@ def _finish(
                 selected.append(tensor)
         response.outputs = selected
     return response
+
+
+def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:
+    return [v.stats for v in versions if v.stats is not None]
 
 
 def _platform(config: ModelConfig) -> str:

@@ -50,9 +50,11 @@ class ModelStats:
     batches: dict[int, Duration] = field(default_factory=dict)
     instances: dict[int, int] = field(default_factory=dict)
 
-    def record_success(self, request_ns: int, queue_ns: int) -> None:
+    def record_success(self, request_ns: int, queue_ns: int = 0) -> None:
+        """A request finished; its queue time is recorded here or by the scheduler."""
         self.durations["success"].add(request_ns)
-        self.durations["queue"].add(queue_ns)
+        if queue_ns:
+            self.durations["queue"].add(queue_ns)
         self.inference_count += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
 
@@ -60,9 +62,18 @@ class ModelStats:
         self.durations["fail"].add(request_ns)
         self.last_inference_ms = time.time_ns() // 1_000_000
 
+    def record_queue(self, queue_ns: int, count: int = 1) -> None:
+        """Time ``count`` requests waited for an instance or a batch."""
+        self.durations["queue"].add(queue_ns, count)
+
     def record_execution(self, batch_size: int, infer_ns: int, instance: int = 0) -> None:
         self.execution_count += 1
+        # Backends prepare inputs and outputs inside execute(): that time is in
+        # compute_infer, and compute_input/output count the requests with 0 ns so
+        # their counts agree with compute_infer's as clients expect.
+        self.durations["compute_input"].add(0, batch_size)
         self.durations["compute_infer"].add(infer_ns, batch_size)
+        self.durations["compute_output"].add(0, batch_size)
         self.batches.setdefault(batch_size, Duration()).add(infer_ns)
         self.instances[instance] = self.instances.get(instance, 0) + 1
 

@@ -31,7 +31,9 @@ class DirectScheduler:
         self._stats = stats
 
     async def submit(self, request: InferenceRequest) -> InferenceResponse:
+        waited = time.perf_counter_ns()
         index, instance = await self._idle.get()
+        self._stats.record_queue(time.perf_counter_ns() - waited)
         try:
             started = time.perf_counter_ns()
             results = await instance.execute([request])

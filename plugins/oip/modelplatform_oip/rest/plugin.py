@@ -9,4 +9,5 @@ from .routes import DIALECT, build_blueprint
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(DIALECT, build_blueprint, extensions=("model_configuration", "parameters"))]
+    extensions = ("model_configuration", "parameters", "statistics")
+    return [HttpDialect(DIALECT, build_blueprint, extensions=extensions)]

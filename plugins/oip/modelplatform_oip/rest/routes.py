@@ -20,7 +20,7 @@ from modelplatform import (
     json_error,
 )
 
-from .body import decoded_body
+from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 from .status import http_status
@@ -91,7 +91,17 @@ class OipRoutes:
             encoded = self.binary.encode(response, inference)
         else:
             encoded = encode_json(response)
-        return HTTPResponse(encoded.body, headers=encoded.headers, content_type=encoded.content_type)
+        body, headers = encoded.body, encoded.headers
+        encoding = response_encoding(request.headers.get("accept-encoding"))
+        if encoding is not None:
+            body, headers = compress(body, encoding), {**headers, "Content-Encoding": encoding}
+        return HTTPResponse(body, headers=headers, content_type=encoded.content_type)
+
+    async def statistics(
+        self, request: Request, model: str = "", version: int | None = None
+    ) -> HTTPResponse:
+        stats = self.dataplane.statistics(model, _v(version))
+        return _json({"model_stats": [s.to_json() for s in stats]})
 
     def _decode_binary(self, body: bytes, header_length: str, model: str, version: str) -> Any:
         if self.binary is None:
@@ -122,11 +132,13 @@ def build_blueprint(context: ServerContext) -> Blueprint:
     bp.add_route(routes.server_metadata, "/v2", methods=["GET"], name="server_metadata")
     bp.add_route(routes.live, "/v2/health/live", methods=["GET"], name="health_live")
     bp.add_route(routes.ready, "/v2/health/ready", methods=["GET"], name="health_ready")
+    bp.add_route(routes.statistics, "/v2/models/stats", methods=["GET"], name="statistics_all")
     for prefix in (MODEL, VERSIONED):
         suffix = "v" if prefix == VERSIONED else ""
         bp.add_route(routes.model_metadata, prefix, methods=["GET"], name=f"model_metadata{suffix}")
         bp.add_route(routes.model_ready, f"{prefix}/ready", methods=["GET"], name=f"model_ready{suffix}")
         bp.add_route(routes.model_config, f"{prefix}/config", methods=["GET"], name=f"model_config{suffix}")
+        bp.add_route(routes.statistics, f"{prefix}/stats", methods=["GET"], name=f"statistics{suffix}")
         bp.add_route(routes.infer, f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}")
     bp.exception(ModelPlatformError)(_on_error)
     return bp

@@ -1,0 +1,1 @@
+"""oip-grpc: the Open Inference Protocol over gRPC (``inference.GRPCInferenceService``)."""

@@ -1,0 +1,35 @@
+"""InferParameter <-> plain Python values (all five oneof choices)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from ..protos import grpc_service_pb2 as pb
+
+_INT64_MAX = 2**63 - 1
+
+
+def from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, parameter in parameters.items():
+        choice = parameter.WhichOneof("parameter_choice")
+        if choice is not None:
+            values[key] = getattr(parameter, choice)
+    return values
+
+
+def to_proto(values: Mapping[str, Any], target: MutableMapping[str, pb.InferParameter]) -> None:
+    for key, value in values.items():
+        parameter = target[key]
+        if isinstance(value, bool):
+            parameter.bool_param = value
+        elif isinstance(value, int):
+            if value > _INT64_MAX:
+                parameter.uint64_param = value
+            else:
+                parameter.int64_param = value
+        elif isinstance(value, float):
+            parameter.double_param = value
+        else:
+            parameter.string_param = str(value)

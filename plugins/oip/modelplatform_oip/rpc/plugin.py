@@ -1,0 +1,17 @@
+"""Hook implementations of the ``oip-grpc`` plugin."""
+
+from __future__ import annotations
+
+from modelplatform import GrpcService, Settings, hookimpl
+
+from . import health, service
+
+
+@hookimpl
+def register_grpc_services(settings: Settings) -> list[GrpcService]:
+    return [
+        GrpcService(
+            service.SERVICE, service.add_to_server, extensions=("model_configuration", "statistics")
+        ),
+        GrpcService(health.HEALTH_SERVICE, health.add_to_server),
+    ]

@@ -1,0 +1,175 @@
+"""The ``inference.GRPCInferenceService`` RPCs that oip-grpc serves.
+
+Registered through a generic handler that knows only these methods, so the
+repository plugin can serve the ``Repository*`` RPCs of the same service
+through its own. Errors become gRPC status codes through ``status.py``; a
+cancelled call or a missed deadline cancels the handler's task, which
+unwinds the dataplane call, so nothing keeps running for a gone client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf import json_format
+
+from modelplatform import DataPlane, ModelPlatformError, ServerContext
+
+from ..protos import grpc_service_pb2 as pb
+from ..rest.codec import Limits
+from .status import grpc_status
+from .tensors import decode_request, encode_response
+
+SERVICE = "inference.GRPCInferenceService"
+#: Stream requests in flight at once per stream; the reader waits beyond this.
+STREAM_WINDOW = 64
+
+log = structlog.get_logger("modelplatform_oip.grpc")
+Handler = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+
+
+class OipService:
+    """Handlers bound to one server's dataplane (resolved at start-up)."""
+
+    def __init__(self, context: ServerContext) -> None:
+        self.dataplane: DataPlane = context.dataplane
+        self.limits = Limits.from_settings(context.settings)
+
+    async def server_live(self, request: pb.ServerLiveRequest, context: Any) -> pb.ServerLiveResponse:
+        return pb.ServerLiveResponse(live=self.dataplane.live)
+
+    async def server_ready(self, request: pb.ServerReadyRequest, context: Any) -> pb.ServerReadyResponse:
+        return pb.ServerReadyResponse(ready=self.dataplane.ready())
+
+    async def model_ready(self, request: pb.ModelReadyRequest, context: Any) -> pb.ModelReadyResponse:
+        return pb.ModelReadyResponse(ready=self.dataplane.model_ready(request.name, request.version))
+
+    async def server_metadata(self, request: Any, context: Any) -> pb.ServerMetadataResponse:
+        meta = self.dataplane.server_metadata()
+        return pb.ServerMetadataResponse(
+            name=meta["name"], version=meta["version"], extensions=meta["extensions"]
+        )
+
+    async def model_metadata(self, request: pb.ModelMetadataRequest, context: Any) -> Any:
+        meta = self.dataplane.model_metadata(request.name, request.version)
+        tensor = pb.ModelMetadataResponse.TensorMetadata
+        return pb.ModelMetadataResponse(
+            name=meta.name,
+            versions=meta.versions,
+            platform=meta.platform,
+            inputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in meta.inputs],
+            outputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in meta.outputs],
+        )
+
+    async def model_config(self, request: pb.ModelConfigRequest, context: Any) -> pb.ModelConfigResponse:
+        config = self.dataplane.model_config(request.name, request.version)
+        response = pb.ModelConfigResponse()
+        response.config.CopyFrom(config.proto)
+        return response
+
+    async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
+        stats = self.dataplane.statistics(request.name, request.version)
+        return json_format.ParseDict(
+            {"model_stats": [s.to_json() for s in stats]}, pb.ModelStatisticsResponse()
+        )
+
+    async def model_infer(self, request: pb.ModelInferRequest, context: Any) -> pb.ModelInferResponse:
+        inference = decode_request(request, self.limits)
+        return encode_response(await self.dataplane.infer(inference))
+
+    async def model_stream_infer(
+        self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
+    ) -> None:
+        """One response per request, in completion order; errors go in ``error_message``."""
+        window = asyncio.Semaphore(STREAM_WINDOW)
+        write_lock = asyncio.Lock()
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            async for request in requests:
+                await window.acquire()
+                task = asyncio.ensure_future(self._stream_one(request, context, window, write_lock))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+            if pending:
+                await asyncio.gather(*pending)
+        finally:
+            for task in pending:  # the client went away: drop what it will never read
+                task.cancel()
+
+    async def _stream_one(
+        self,
+        request: pb.ModelInferRequest,
+        context: grpc.aio.ServicerContext,
+        window: asyncio.Semaphore,
+        write_lock: asyncio.Lock,
+    ) -> None:
+        try:
+            try:
+                inference = decode_request(request, self.limits)
+                reply = pb.ModelStreamInferResponse(
+                    infer_response=encode_response(await self.dataplane.infer(inference))
+                )
+            except ModelPlatformError as error:
+                reply = pb.ModelStreamInferResponse(error_message=error.message)
+            except Exception as error:  # noqa: BLE001 - one request fails alone
+                log.error("stream_request_failed", error=type(error).__name__)
+                reply = pb.ModelStreamInferResponse(error_message=f"internal error: {error}")
+            async with write_lock:
+                await context.write(reply)
+        finally:
+            window.release()
+
+
+def _guarded(handler: Handler) -> Handler:
+    """Translate platform errors to status codes; never leak a traceback."""
+
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await handler(request, context)
+        except ModelPlatformError as error:
+            await context.abort(grpc_status(error), error.message)
+        except (grpc.aio.AbortError, asyncio.CancelledError):
+            raise
+        except Exception as error:  # noqa: BLE001 - reported as INTERNAL
+            log.error("rpc_failed", error=type(error).__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}")
+
+    return call
+
+
+def _unary(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
+    return grpc.unary_unary_rpc_method_handler(
+        _guarded(handler),
+        request_deserializer=request_type.FromString,
+        response_serializer=response_type.SerializeToString,
+    )
+
+
+def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
+    service = OipService(context)
+    handlers = {
+        "ServerLive": _unary(service.server_live, pb.ServerLiveRequest, pb.ServerLiveResponse),
+        "ServerReady": _unary(service.server_ready, pb.ServerReadyRequest, pb.ServerReadyResponse),
+        "ModelReady": _unary(service.model_ready, pb.ModelReadyRequest, pb.ModelReadyResponse),
+        "ServerMetadata": _unary(
+            service.server_metadata, pb.ServerMetadataRequest, pb.ServerMetadataResponse
+        ),
+        "ModelMetadata": _unary(
+            service.model_metadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse
+        ),
+        "ModelConfig": _unary(service.model_config, pb.ModelConfigRequest, pb.ModelConfigResponse),
+        "ModelStatistics": _unary(
+            service.model_statistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
+        ),
+        "ModelInfer": _unary(service.model_infer, pb.ModelInferRequest, pb.ModelInferResponse),
+        "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
+            service.model_stream_infer,
+            request_deserializer=pb.ModelInferRequest.FromString,
+            response_serializer=pb.ModelStreamInferResponse.SerializeToString,
+        ),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

@@ -1,0 +1,124 @@
+"""ModelInferRequest/Response <-> InferenceRequest/Response.
+
+Inputs come in ``raw_input_contents`` (what tritonclient always sends; decoded
+with ``np.frombuffer``, no copy) or in typed ``contents``; outputs always go
+back raw. Every client-sent size is checked before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from modelplatform import (
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    RequestedOutput,
+    Tensor,
+    decode_bytes,
+    element_count,
+    encode_bytes,
+    from_buffer,
+    numpy_dtype,
+)
+
+from ..protos import grpc_service_pb2 as pb
+from ..rest.codec import Limits
+from . import parameters
+
+#: Typed contents field for each datatype (FP16/BF16 have none: raw only).
+TYPED_FIELD: dict[str, str] = {
+    "BOOL": "bool_contents",
+    "INT8": "int_contents",
+    "INT16": "int_contents",
+    "INT32": "int_contents",
+    "INT64": "int64_contents",
+    "UINT8": "uint_contents",
+    "UINT16": "uint_contents",
+    "UINT32": "uint_contents",
+    "UINT64": "uint64_contents",
+    "FP32": "fp32_contents",
+    "FP64": "fp64_contents",
+    "BYTES": "bytes_contents",
+}
+
+
+def decode_request(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
+    raw = message.raw_input_contents
+    if raw and len(raw) != len(message.inputs):
+        raise InvalidArgument(
+            f"raw_input_contents has {len(raw)} entries for {len(message.inputs)} inputs"
+        )
+    inputs = [_input(item, raw[i] if raw else None, limits) for i, item in enumerate(message.inputs)]
+    outputs = [
+        RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in message.outputs
+    ]
+    return InferenceRequest(
+        model_name=message.model_name,
+        model_version=message.model_version,
+        id=message.id,
+        parameters=parameters.from_proto(message.parameters),
+        inputs=inputs,
+        outputs=outputs or None,
+    )
+
+
+def _input(item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limits: Limits) -> Tensor:
+    name, datatype, shape = item.name, item.datatype, list(item.shape)
+    numpy_dtype(datatype)  # refuses unknown datatypes by name
+    if raw is not None and item.HasField("contents"):
+        raise InvalidArgument(f"input '{name}': contents and raw_input_contents are both set")
+    count = element_count(shape, limits.max_tensor_elements)
+    if raw is not None:
+        array = raw_array(name, datatype, count, raw, limits)
+    else:
+        array = _typed_array(name, datatype, count, item.contents)
+    return Tensor(name, datatype, tuple(shape), array.reshape(shape), parameters.from_proto(item.parameters))
+
+
+def raw_array(name: str, datatype: str, count: int, raw: bytes, limits: Limits) -> np.ndarray:
+    """A flat array over ``raw`` (a view for fixed-size types)."""
+    try:
+        if datatype != "BYTES":
+            return from_buffer(raw, datatype, count)
+        if count * 4 > len(raw):  # every element needs its 4-byte length: refuse before allocating
+            raise InvalidArgument(f"{len(raw)} bytes cannot hold {count} BYTES elements")
+        return decode_bytes(raw, count, limits.max_bytes_element)
+    except InvalidArgument as error:
+        raise InvalidArgument(f"input '{name}': {error.message}") from None
+
+
+def _typed_array(name: str, datatype: str, count: int, contents: pb.InferTensorContents) -> np.ndarray:
+    field = TYPED_FIELD.get(datatype)
+    if field is None:
+        raise InvalidArgument(f"input '{name}': {datatype} data must be sent in raw_input_contents")
+    values = getattr(contents, field)
+    if len(values) != count:
+        raise InvalidArgument(f"input '{name}': expected {count} values in {field}, got {len(values)}")
+    if datatype == "BYTES":
+        array = np.empty(count, dtype=object)
+        array[:] = list(values)
+        return array
+    try:
+        return np.array(values, dtype=numpy_dtype(datatype))
+    except (OverflowError, ValueError):
+        raise InvalidArgument(f"input '{name}': a value is out of range for {datatype}") from None
+
+
+def encode_response(response: InferenceResponse) -> pb.ModelInferResponse:
+    message = pb.ModelInferResponse(
+        model_name=response.model_name, model_version=response.model_version, id=response.id
+    )
+    parameters.to_proto(response.parameters, message.parameters)
+    for tensor in response.outputs:
+        message.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
+    message.raw_output_contents.extend(raw_bytes(t) for t in response.outputs)
+    return message
+
+
+def raw_bytes(tensor: Tensor) -> bytes:
+    """Little-endian, row-major bytes of an output; BYTES length-prefixed."""
+    if tensor.datatype == "BYTES":
+        return encode_bytes(tensor.data)
+    dtype = numpy_dtype(tensor.datatype).newbyteorder("<")
+    return np.ascontiguousarray(tensor.data, dtype=dtype).tobytes()
