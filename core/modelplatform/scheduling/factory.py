@@ -8,9 +8,13 @@ from ..backend import Backend
 from ..model_config import ModelConfig
 from ..stats import ModelStats
 from .direct import DirectScheduler, Scheduler
+from .dynamic import DynamicBatcher
 
 
 def create_scheduler(
     config: ModelConfig, instances: Sequence[Backend], stats: ModelStats
 ) -> Scheduler:
+    """Batching models with ``dynamic_batching`` get the batcher; the rest run direct."""
+    if config.batching and config.dynamic_batching is not None:
+        return DynamicBatcher(config, instances, stats)
     return DirectScheduler(instances, stats)

@@ -1,0 +1,166 @@
+"""Triton's dynamic batcher: requests from every protocol coalesce into one execute.
+
+One queue per model version, bounded (``max_queue_size``: a full queue answers
+UNAVAILABLE). Each backend instance has a worker task that takes the oldest
+request, then gathers queued requests of the same signature (input names,
+datatypes and non-batch dims) until the batch holds ``max_batch_size`` rows,
+reaches a preferred size, or ``max_queue_delay_microseconds`` has passed since
+the oldest request arrived. A request whose ``timeout`` parameter
+(microseconds, Triton's) expires while queued fails alone with UNAVAILABLE.
+Workers are created once, at load time; nothing is spawned per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..backend import Backend
+from ..errors import Internal, InvalidArgument, ModelPlatformError, QueueFull, Unavailable
+from ..inference import InferenceRequest, InferenceResponse
+from ..model_config import DynamicBatching, ModelConfig
+from ..stats import ModelStats
+
+Signature = tuple[tuple[str, str, tuple[int, ...]], ...]
+
+
+@dataclass(eq=False, slots=True)
+class _Pending:
+    request: InferenceRequest
+    future: asyncio.Future[InferenceResponse]
+    rows: int
+    signature: Signature
+    enqueued_ns: int
+    deadline_ns: int | None = None
+    cancelled: bool = field(default=False)
+
+
+class DynamicBatcher:
+    def __init__(self, config: ModelConfig, instances: Sequence[Backend], stats: ModelStats) -> None:
+        assert config.dynamic_batching is not None
+        self._policy: DynamicBatching = config.dynamic_batching
+        self._max_rows = max(1, config.max_batch_size)
+        self._preferred = frozenset(self._policy.preferred_batch_sizes)
+        self._delay_ns = self._policy.max_queue_delay_us * 1000
+        self._queue: deque[_Pending] = deque()
+        self._arrived = asyncio.Event()
+        self._stats = stats
+        self._workers = [
+            asyncio.get_running_loop().create_task(self._work(index, instance))
+            for index, instance in enumerate(instances)
+        ]
+
+    async def submit(self, request: InferenceRequest) -> InferenceResponse:
+        if len(self._queue) >= self._policy.max_queue_size:
+            raise QueueFull(request.model_name, len(self._queue))
+        pending = self._pending(request)
+        self._queue.append(pending)
+        self._arrived.set()
+        try:
+            return await pending.future
+        except asyncio.CancelledError:
+            pending.cancelled = True  # a worker skips it; nothing runs for a gone client
+            raise
+
+    async def close(self) -> None:
+        for worker in self._workers:
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        while self._queue:
+            pending = self._queue.popleft()
+            if not pending.future.done():
+                pending.future.set_exception(Unavailable("model is unloading"))
+
+    def _pending(self, request: InferenceRequest) -> _Pending:
+        now = time.perf_counter_ns()
+        timeout_us = request.parameters.get("timeout") or self._policy.default_timeout_us
+        if not isinstance(timeout_us, int) or isinstance(timeout_us, bool) or timeout_us < 0:
+            raise InvalidArgument("request parameter 'timeout' must be a non-negative integer (microseconds)")
+        future = asyncio.get_running_loop().create_future()
+        return _Pending(
+            request, future, _rows(request), _signature(request), now,
+            now + timeout_us * 1000 if timeout_us else None,
+        )
+
+    async def _work(self, index: int, instance: Backend) -> None:
+        while True:
+            batch = await self._next_batch()
+            if batch:
+                await self._run(index, instance, batch)
+
+    async def _next_batch(self) -> list[_Pending]:
+        while not self._queue:
+            self._arrived.clear()
+            await self._arrived.wait()
+        first = self._queue[0]
+        wait_until = first.enqueued_ns + self._delay_ns
+        while self._delay_ns and not self._full(first):
+            remaining = (wait_until - time.perf_counter_ns()) / 1e9
+            if remaining <= 0:
+                break
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), remaining)
+            except TimeoutError:
+                break
+        return self._take(first.signature)
+
+    def _full(self, first: _Pending) -> bool:
+        rows = sum(p.rows for p in self._queue if p.signature == first.signature)
+        return rows >= self._max_rows or rows in self._preferred
+
+    def _take(self, signature: Signature) -> list[_Pending]:
+        """Pop compatible live requests up to max_batch_size rows; others keep their place."""
+        batch: list[_Pending] = []
+        kept: deque[_Pending] = deque()
+        rows, now = 0, time.perf_counter_ns()
+        while self._queue:
+            pending = self._queue.popleft()
+            if pending.cancelled or pending.future.done():
+                continue
+            if pending.deadline_ns is not None and now > pending.deadline_ns:
+                pending.future.set_exception(Unavailable("request timeout expired in the queue"))
+                continue
+            if pending.signature != signature or rows + pending.rows > self._max_rows:
+                kept.append(pending)
+                continue
+            batch.append(pending)
+            rows += pending.rows
+        self._queue.extendleft(reversed(kept))
+        return batch
+
+    async def _run(self, index: int, instance: Backend, batch: list[_Pending]) -> None:
+        started = time.perf_counter_ns()
+        self._stats.record_queue(sum(started - p.enqueued_ns for p in batch), len(batch))
+        try:
+            results = await instance.execute([p.request for p in batch])
+        except Exception as error:  # noqa: BLE001 - every waiter must get an answer
+            results = [_as_error(error)] * len(batch)
+        rows = sum(p.rows for p in batch)
+        self._stats.record_execution(rows, time.perf_counter_ns() - started, index)
+        if len(results) != len(batch):
+            results = [Internal(f"backend returned {len(results)} results for {len(batch)} requests")] * len(batch)
+        for pending, result in zip(batch, results):
+            if pending.future.done():
+                continue
+            if isinstance(result, ModelPlatformError):
+                pending.future.set_exception(result)
+            else:
+                pending.future.set_result(result)
+
+
+def _rows(request: InferenceRequest) -> int:
+    return request.inputs[0].shape[0] if request.inputs and request.inputs[0].shape else 1
+
+
+def _signature(request: InferenceRequest) -> Signature:
+    return tuple(sorted((t.name, t.datatype, tuple(t.shape[1:])) for t in request.inputs))
+
+
+def _as_error(error: BaseException) -> ModelPlatformError:
+    if isinstance(error, ModelPlatformError):
+        return error
+    return Internal(f"{type(error).__name__}: {error}")
