@@ -39,14 +39,22 @@ class OipService:
         self.dataplane: DataPlane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
 
-    async def server_live(self, request: pb.ServerLiveRequest, context: Any) -> pb.ServerLiveResponse:
+    async def server_live(
+        self, request: pb.ServerLiveRequest, context: Any
+    ) -> pb.ServerLiveResponse:
         return pb.ServerLiveResponse(live=self.dataplane.live)
 
-    async def server_ready(self, request: pb.ServerReadyRequest, context: Any) -> pb.ServerReadyResponse:
+    async def server_ready(
+        self, request: pb.ServerReadyRequest, context: Any
+    ) -> pb.ServerReadyResponse:
         return pb.ServerReadyResponse(ready=self.dataplane.ready())
 
-    async def model_ready(self, request: pb.ModelReadyRequest, context: Any) -> pb.ModelReadyResponse:
-        return pb.ModelReadyResponse(ready=self.dataplane.model_ready(request.name, request.version))
+    async def model_ready(
+        self, request: pb.ModelReadyRequest, context: Any
+    ) -> pb.ModelReadyResponse:
+        return pb.ModelReadyResponse(
+            ready=self.dataplane.model_ready(request.name, request.version)
+        )
 
     async def server_metadata(self, request: Any, context: Any) -> pb.ServerMetadataResponse:
         meta = self.dataplane.server_metadata()
@@ -65,7 +73,9 @@ class OipService:
             outputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in meta.outputs],
         )
 
-    async def model_config(self, request: pb.ModelConfigRequest, context: Any) -> pb.ModelConfigResponse:
+    async def model_config(
+        self, request: pb.ModelConfigRequest, context: Any
+    ) -> pb.ModelConfigResponse:
         config = self.dataplane.model_config(request.name, request.version)
         response = pb.ModelConfigResponse()
         response.config.CopyFrom(config.proto)
@@ -77,7 +87,9 @@ class OipService:
             {"model_stats": [s.to_json() for s in stats]}, pb.ModelStatisticsResponse()
         )
 
-    async def model_infer(self, request: pb.ModelInferRequest, context: Any) -> pb.ModelInferResponse:
+    async def model_infer(
+        self, request: pb.ModelInferRequest, context: Any
+    ) -> pb.ModelInferResponse:
         inference = decode_request(request, self.limits)
         return encode_response(await self.dataplane.infer(inference))
 

@@ -15,14 +15,12 @@ from modelplatform import (
     InvalidArgument,
     RequestedOutput,
     Tensor,
-    decode_bytes,
     element_count,
-    encode_bytes,
-    from_buffer,
     numpy_dtype,
 )
 
 from ..protos import grpc_service_pb2 as pb
+from ..raw import raw_array, raw_bytes
 from ..rest.codec import Limits
 from . import parameters
 
@@ -49,7 +47,9 @@ def decode_request(message: pb.ModelInferRequest, limits: Limits) -> InferenceRe
         raise InvalidArgument(
             f"raw_input_contents has {len(raw)} entries for {len(message.inputs)} inputs"
         )
-    inputs = [_input(item, raw[i] if raw else None, limits) for i, item in enumerate(message.inputs)]
+    inputs = [
+        _input(item, raw[i] if raw else None, limits) for i, item in enumerate(message.inputs)
+    ]
     outputs = [
         RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in message.outputs
     ]
@@ -63,7 +63,9 @@ def decode_request(message: pb.ModelInferRequest, limits: Limits) -> InferenceRe
     )
 
 
-def _input(item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limits: Limits) -> Tensor:
+def _input(
+    item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limits: Limits
+) -> Tensor:
     name, datatype, shape = item.name, item.datatype, list(item.shape)
     numpy_dtype(datatype)  # refuses unknown datatypes by name
     if raw is not None and item.HasField("contents"):
@@ -73,28 +75,22 @@ def _input(item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limit
         array = raw_array(name, datatype, count, raw, limits)
     else:
         array = _typed_array(name, datatype, count, item.contents)
-    return Tensor(name, datatype, tuple(shape), array.reshape(shape), parameters.from_proto(item.parameters))
+    return Tensor(
+        name, datatype, tuple(shape), array.reshape(shape), parameters.from_proto(item.parameters)
+    )
 
 
-def raw_array(name: str, datatype: str, count: int, raw: bytes, limits: Limits) -> np.ndarray:
-    """A flat array over ``raw`` (a view for fixed-size types)."""
-    try:
-        if datatype != "BYTES":
-            return from_buffer(raw, datatype, count)
-        if count * 4 > len(raw):  # every element needs its 4-byte length: refuse before allocating
-            raise InvalidArgument(f"{len(raw)} bytes cannot hold {count} BYTES elements")
-        return decode_bytes(raw, count, limits.max_bytes_element)
-    except InvalidArgument as error:
-        raise InvalidArgument(f"input '{name}': {error.message}") from None
-
-
-def _typed_array(name: str, datatype: str, count: int, contents: pb.InferTensorContents) -> np.ndarray:
+def _typed_array(
+    name: str, datatype: str, count: int, contents: pb.InferTensorContents
+) -> np.ndarray:
     field = TYPED_FIELD.get(datatype)
     if field is None:
         raise InvalidArgument(f"input '{name}': {datatype} data must be sent in raw_input_contents")
     values = getattr(contents, field)
     if len(values) != count:
-        raise InvalidArgument(f"input '{name}': expected {count} values in {field}, got {len(values)}")
+        raise InvalidArgument(
+            f"input '{name}': expected {count} values in {field}, got {len(values)}"
+        )
     if datatype == "BYTES":
         array = np.empty(count, dtype=object)
         array[:] = list(values)
@@ -114,11 +110,3 @@ def encode_response(response: InferenceResponse) -> pb.ModelInferResponse:
         message.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
     message.raw_output_contents.extend(raw_bytes(t) for t in response.outputs)
     return message
-
-
-def raw_bytes(tensor: Tensor) -> bytes:
-    """Little-endian, row-major bytes of an output; BYTES length-prefixed."""
-    if tensor.datatype == "BYTES":
-        return encode_bytes(tensor.data)
-    dtype = numpy_dtype(tensor.datatype).newbyteorder("<")
-    return np.ascontiguousarray(tensor.data, dtype=dtype).tobytes()

@@ -1,0 +1,1 @@
+"""The Binary Tensor Data Extension for oip-rest (``binary_tensor_data``)."""
