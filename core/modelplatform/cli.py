@@ -60,6 +60,17 @@ def serve(
     repository_poll_secs: Annotated[
         Optional[float], typer.Option(help="Rescan interval in poll mode.")
     ] = None,
+    allow_file_upload: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--allow-file-upload/--no-allow-file-upload",
+            help="Accept file:<version>/<name> load parameters (clients can install code).",
+        ),
+    ] = None,
+    repository_restrict: Annotated[
+        Optional[str],
+        typer.Option(help="'header:value' the repository API requires (403 / PERMISSION_DENIED)."),
+    ] = None,
     strict_readiness: Annotated[
         Optional[bool],
         typer.Option("--strict-readiness/--no-strict-readiness", help="Ready only when all models are."),
@@ -81,6 +92,8 @@ def serve(
         "model_control_mode": model_control_mode,
         "load_models": load_model or None,
         "repository_poll_secs": repository_poll_secs,
+        "allow_file_upload": allow_file_upload,
+        "repository_restrict": repository_restrict,
         "strict_readiness": strict_readiness,
         "log_verbose": log_verbose,
         "log_format": log_format,

@@ -37,6 +37,10 @@ class Settings:
     #: Models loaded at start in explicit mode; "*" loads every model.
     load_models: tuple[str, ...] = ("*",)
     repository_poll_secs: float = 15.0
+    #: Accept ``file:<version>/<name>`` load parameters (lets a client install code).
+    allow_file_upload: bool = False
+    #: ``key:value``: the repository API answers only requests carrying this header.
+    repository_restrict: str = ""
     #: Server ready only when every requested model is READY (Triton's default).
     strict_readiness: bool = True
     log_verbose: int = 0
@@ -124,8 +128,15 @@ def _convert(name: str, value: Any) -> Any:
 def _check(settings: Settings) -> None:
     if settings.model_control_mode not in ("none", "poll", "explicit"):
         raise InvalidArgument("model_control_mode must be none, poll or explicit")
+    if settings.repository_restrict and not _is_header_pair(settings.repository_restrict):
+        raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
     for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
+
+
+def _is_header_pair(text: str) -> bool:
+    key, sep, value = text.partition(":")
+    return bool(sep and key.strip() and value.strip())

@@ -1,0 +1,1 @@
+"""Triton's Model Repository Extension (index, load, unload) for modelplatform."""

@@ -1,0 +1,19 @@
+"""Hook implementations of the ``repository`` plugin (Model Repository Extension)."""
+
+from __future__ import annotations
+
+from modelplatform import GrpcService, HttpDialect, Settings, hookimpl
+
+from . import rest, rpc
+
+EXTENSIONS = ("model_repository", "model_repository(unload_dependents)")
+
+
+@hookimpl
+def register_http_dialects(settings: Settings) -> list[HttpDialect]:
+    return [HttpDialect(rest.DIALECT, rest.build_blueprint, extensions=EXTENSIONS)]
+
+
+@hookimpl
+def register_grpc_services(settings: Settings) -> list[GrpcService]:
+    return [GrpcService(rpc.SERVICE, rpc.add_to_server, extensions=EXTENSIONS)]

@@ -1,0 +1,115 @@
+"""RepositoryIndex / RepositoryModelLoad / RepositoryModelUnload over gRPC.
+
+Served as part of ``inference.GRPCInferenceService`` through this plugin's
+own generic handler, beside the oip-grpc plugin's handler for the other
+methods of the same service. Messages come from modelplatform-oip's
+generated code; errors map through its status table; the restricted-API
+refusal is PERMISSION_DENIED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from modelplatform import InvalidArgument, ModelPlatformError, ServerContext
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+from modelplatform_oip.rpc.status import grpc_status
+
+from .access import PermissionDenied, Restriction
+from .operations import LoadParameters, RepositoryOperations
+from .uploads import FILE_PREFIX
+
+SERVICE = "inference.GRPCInferenceService"
+Handler = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+
+
+def load_parameters(params: Any) -> LoadParameters:
+    """``config`` must be a string_param, each ``file:`` a bytes_param (raw content)."""
+    config = None
+    if "config" in params:
+        if params["config"].WhichOneof("parameter_choice") != "string_param":
+            raise InvalidArgument("load parameter 'config' must be a string_param")
+        config = params["config"].string_param
+    files = {}
+    for key, value in params.items():
+        if key.startswith(FILE_PREFIX):
+            if value.WhichOneof("parameter_choice") != "bytes_param":
+                raise InvalidArgument(f"load parameter '{key}' must be a bytes_param")
+            files[key] = value.bytes_param
+    return LoadParameters(config, files)
+
+
+def _check_unload(params: Any) -> None:
+    if "unload_dependents" in params and params["unload_dependents"].WhichOneof(
+        "parameter_choice"
+    ) != "bool_param":
+        raise InvalidArgument("unload parameter 'unload_dependents' must be a bool_param")
+
+
+class RepositoryService:
+    def __init__(self, context: ServerContext) -> None:
+        self.ops = RepositoryOperations(context)
+        self.restriction = Restriction.from_settings(context.settings)
+
+    def _admit(self, context: grpc.aio.ServicerContext, repo: str) -> None:
+        metadata = {key.lower(): value for key, value in context.invocation_metadata() or ()}
+        self.restriction.check(metadata.get)
+        self.ops.check_repository(repo)
+
+    async def index(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        self._admit(context, request.repository_name)
+        models = [
+            pb.RepositoryIndexResponse.ModelIndex(
+                name=e.name, version=e.version, state=e.state, reason=e.reason
+            )
+            for e in self.ops.index(request.ready)
+        ]
+        return pb.RepositoryIndexResponse(models=models)
+
+    async def load(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        self._admit(context, request.repository_name)
+        await self.ops.load(request.model_name, load_parameters(request.parameters))
+        return pb.RepositoryModelLoadResponse()
+
+    async def unload(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        self._admit(context, request.repository_name)
+        _check_unload(request.parameters)
+        await self.ops.unload(request.model_name)
+        return pb.RepositoryModelUnloadResponse()
+
+
+def _guarded(handler: Handler) -> Handler:
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await handler(request, context)
+        except ModelPlatformError as error:
+            await context.abort(grpc_status(error), error.message)
+        except PermissionDenied as error:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, error.message)
+
+    return call
+
+
+def _unary(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
+    return grpc.unary_unary_rpc_method_handler(
+        _guarded(handler),
+        request_deserializer=request_type.FromString,
+        response_serializer=response_type.SerializeToString,
+    )
+
+
+def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
+    service = RepositoryService(context)
+    handlers = {
+        "RepositoryIndex": _unary(service.index, pb.RepositoryIndexRequest, pb.RepositoryIndexResponse),
+        "RepositoryModelLoad": _unary(
+            service.load, pb.RepositoryModelLoadRequest, pb.RepositoryModelLoadResponse
+        ),
+        "RepositoryModelUnload": _unary(
+            service.unload, pb.RepositoryModelUnloadRequest, pb.RepositoryModelUnloadResponse
+        ),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
