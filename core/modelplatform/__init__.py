@@ -4,7 +4,7 @@ Everything not listed in ``__all__`` is private to the core and may change.
 """
 
 from ._version import __version__
-from .backend import Backend, ExecuteResult
+from .backend import Backend, ExecuteResult, RawResponse
 from .codecs import Codec
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata
 from .dtypes import (
@@ -84,6 +84,7 @@ __all__ = [
     "PayloadTooLarge",
     "PluginError",
     "QueueFull",
+    "RawResponse",
     "RequestedOutput",
     "ServerContext",
     "Settings",

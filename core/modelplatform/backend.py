@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,6 +21,15 @@ from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig
 
 ExecuteResult = list[InferenceResponse | ModelPlatformError]
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A backend's answer to a raw request: bytes, or byte chunks to stream."""
+
+    body: bytes | AsyncIterator[bytes]
+    content_type: str = "application/octet-stream"
+    status: int = 200
 
 
 class Backend(ABC):
@@ -60,6 +70,10 @@ class Backend(ABC):
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Several responses for one request (decoupled / generator models)."""
         raise Unsupported(f"model '{self.config.name}' does not stream responses")
+
+    async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
+        """Answer a request in the model's own wire format (a dialect's custom route)."""
+        raise Unsupported(f"model '{self.config.name}' does not handle raw requests")
 
 
 class BackendRegistry:

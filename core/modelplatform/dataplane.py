@@ -9,6 +9,7 @@ against an already-frozen ModelConfig: nothing is parsed per request.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,9 +48,17 @@ class DataPlane:
         self.extensions = extensions
         self.live = True
         self.accepting = False
+        #: Why the server should look not-ready while still serving (a plugin's
+        #: drain switch, e.g. grps ``offline``); ready() is false while non-empty.
+        self.drain_reasons: set[str] = set()
 
     def ready(self) -> bool:
-        return self.live and self.accepting and self.models.all_requested_ready()
+        return (
+            self.live
+            and self.accepting
+            and not self.drain_reasons
+            and self.models.all_requested_ready()
+        )
 
     def model_ready(self, name: str, version: str = "") -> bool:
         return self.models.is_ready(name, version)
@@ -106,6 +115,29 @@ class DataPlane:
                 raise ModelExecutionError(request.model_name, error) from error
         stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
         return _finish(response, request, model)
+
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        """Validate, then yield every response of a streaming (generator) model.
+
+        Errors before or during the stream are raised from the iteration; closing
+        the iterator early (client gone) closes the backend's stream too.
+        """
+        model = self.models.get(request.model_name, request.model_version)
+        stats = model.stats
+        started = time.perf_counter_ns()
+        with model.request():
+            try:
+                validate_request(request, model.config)
+                async for response in model.instances[0].stream(request):
+                    yield _finish(response, request, model)
+            except ModelPlatformError:
+                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+                raise
+            except Exception as error:
+                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+                raise ModelExecutionError(request.model_name, error) from error
+        stats.record_success(time.perf_counter_ns() - started, 0)  # type: ignore[union-attr]
 
 
 def _finish(

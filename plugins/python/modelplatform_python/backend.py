@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,11 +44,13 @@ from modelplatform import (
     ModelConfig,
     ModelExecutionError,
     ModelPlatformError,
+    RawResponse,
     Tensor,
 )
 
 from .loader import forget_module, import_model_module
 from .outputs import to_tensors
+from .raw import call_http
 
 
 class PythonBackend(Backend):
@@ -87,6 +89,10 @@ class PythonBackend(Backend):
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]
         async for outputs in self._iterate(request):
             yield self._response(request, outputs)
+
+    async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
+        """The model's optional ``http(body, headers)`` method (see raw.py)."""
+        return await call_http(self._model, self.config.name, body, headers)
 
     async def _execute_one(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError:
         try:
