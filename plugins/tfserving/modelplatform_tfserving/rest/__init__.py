@@ -1,0 +1,1 @@
+"""tfserving-rest: TF Serving's REST API under ``/v1``."""

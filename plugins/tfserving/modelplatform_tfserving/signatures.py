@@ -1,0 +1,146 @@
+"""TF Serving signatures and version labels, declared in a model's configuration.
+
+A model declares them as ModelConfig ``parameters`` (strings holding JSON), so
+the core's configuration stays Triton's::
+
+    parameters { key: "tfserving.signatures" value { string_value: '{
+      "serving_default": {"method_name": "predict", "inputs": {"x": "x"}, "outputs": {"y": "y"}}
+    }' } }
+    parameters { key: "tfserving.labels" value { string_value: '{"stable": 123}' } }
+
+Each signature maps aliases (what TF Serving clients name) to the model's
+tensor names. Without a declaration, ``serving_default`` predicts over every
+input and output under its own name. Parsed once per loaded configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from modelplatform import Internal, ModelConfig, TensorSpec
+
+SIGNATURES_KEY = "tfserving.signatures"
+LABELS_KEY = "tfserving.labels"
+DEFAULT_SIGNATURE = "serving_default"
+PREDICT = "tensorflow/serving/predict"
+CLASSIFY = "tensorflow/serving/classify"
+REGRESS = "tensorflow/serving/regress"
+METHODS = {"predict": PREDICT, "classify": CLASSIFY, "regress": REGRESS}
+_MAX_CACHED = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    """One signature tensor: the client's alias and the model's tensor."""
+
+    alias: str
+    spec: TensorSpec
+    full_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    name: str
+    method_name: str
+    inputs: tuple[Alias, ...]
+    outputs: tuple[Alias, ...]
+
+    def input_names(self) -> list[str]:
+        return [a.alias for a in self.inputs]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSignatures:
+    signatures: dict[str, Signature]
+    labels: dict[str, str]
+
+
+_cache: dict[int, tuple[ModelConfig, ModelSignatures]] = {}
+
+
+def signatures_of(config: ModelConfig) -> ModelSignatures:
+    """The parsed declaration of ``config`` (cached for as long as it is loaded)."""
+    cached = _cache.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    parsed = parse(config)
+    if len(_cache) >= _MAX_CACHED:
+        _cache.clear()
+    _cache[id(config)] = (config, parsed)
+    return parsed
+
+
+def parse(config: ModelConfig) -> ModelSignatures:
+    declared = _load_json(config, SIGNATURES_KEY)
+    signatures = (
+        {name: _signature(config, name, body) for name, body in declared.items()}
+        if declared
+        else {DEFAULT_SIGNATURE: _default(config)}
+    )
+    return ModelSignatures(signatures, _labels(config, _load_json(config, LABELS_KEY)))
+
+
+def _load_json(config: ModelConfig, key: str) -> dict[str, Any]:
+    text = config.parameters.get(key, "")
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise _bad(config, key, f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise _bad(config, key, "must be a JSON object")
+    return value
+
+
+def _default(config: ModelConfig) -> Signature:
+    return Signature(
+        DEFAULT_SIGNATURE,
+        PREDICT,
+        tuple(_alias(config, s.name, s) for s in config.inputs),
+        tuple(_alias(config, s.name, s) for s in config.outputs),
+    )
+
+
+def _signature(config: ModelConfig, name: str, body: Any) -> Signature:
+    if not isinstance(body, dict):
+        raise _bad(config, SIGNATURES_KEY, f"signature '{name}' must be an object")
+    method = body.get("method_name", "predict")
+    method = METHODS.get(method, method)
+    if method not in METHODS.values():
+        raise _bad(config, SIGNATURES_KEY, f"signature '{name}' has unknown method_name {method!r}")
+    inputs = _aliases(config, name, body.get("inputs"), config.input_spec, "input")
+    outputs = _aliases(config, name, body.get("outputs"), config.output_spec, "output")
+    return Signature(name, method, inputs, outputs)
+
+
+def _aliases(config: ModelConfig, name: str, mapping: Any, lookup: Any, kind: str) -> tuple[Alias, ...]:
+    if not isinstance(mapping, dict) or not mapping:
+        raise _bad(config, SIGNATURES_KEY, f"signature '{name}' needs a non-empty '{kind}s' object")
+    aliases = []
+    for alias, tensor in mapping.items():
+        spec = lookup(tensor) if isinstance(tensor, str) else None
+        if spec is None:
+            raise _bad(config, SIGNATURES_KEY, f"signature '{name}': {kind} {tensor!r} is not declared")
+        aliases.append(_alias(config, alias, spec))
+    return tuple(aliases)
+
+
+def _alias(config: ModelConfig, alias: str, spec: TensorSpec) -> Alias:
+    return Alias(alias, spec, tuple(spec.full_shape(config.max_batch_size)))
+
+
+def _labels(config: ModelConfig, labels: dict[str, Any]) -> dict[str, str]:
+    resolved = {}
+    for label, version in labels.items():
+        text = str(version)
+        if isinstance(version, bool) or not text.isdigit():
+            raise _bad(config, LABELS_KEY, f"label '{label}' must name a version number")
+        resolved[label] = text
+    return resolved
+
+
+def _bad(config: ModelConfig, key: str, reason: str) -> Internal:
+    return Internal(f"model '{config.name}': parameter '{key}' {reason}")
