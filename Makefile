@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer
+.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer chromium
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
 
-test: $(STAMP) perf-analyzer
+test: $(STAMP) perf-analyzer chromium
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
 test-gpu: $(STAMP)
@@ -25,6 +25,7 @@ bench: $(STAMP)
 protos: $(STAMP)
 	$(PROTOC) --python_out=core --pyi_out=core protos/modelplatform/protos/model_config.proto
 	$(PROTOC) --python_out=plugins/oip --pyi_out=plugins/oip --grpc_python_out=plugins/oip protos/modelplatform_oip/protos/grpc_service.proto
+	$(PROTOC) --python_out=plugins/grps --pyi_out=plugins/grps --grpc_python_out=plugins/grps protos/modelplatform_grps/protos/grps.proto
 
 venv: $(BIN)/python
 
@@ -59,6 +60,10 @@ $(PA_STAMP): $(BIN)/python
 	rm -rf $(PA_DIR)/wheels
 	$(PA_DIR)/perf_analyzer --version
 	touch $(PA_STAMP)
+
+# Headless Chromium for the grps monitor-page test (Debian's package; idempotent).
+chromium:
+	command -v chromium >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -116,7 +116,6 @@ class DataPlane:
         stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
-
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Validate, then yield every response of a streaming (generator) model.
 

@@ -1,0 +1,1 @@
+"""grps over gRPC: grps.protos.v1.GrpsService."""

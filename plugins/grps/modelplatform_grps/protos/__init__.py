@@ -1,0 +1,1 @@
+"""Generated from protos/modelplatform_grps/protos/grps.proto (make protos)."""

@@ -1,0 +1,98 @@
+"""State and logic shared by grps-rest and grps-grpc, one per server.
+
+Kept in ``context.state["grps"]``, created by whichever transport starts
+first, so online/offline, the default model and the monitor are the same
+for HTTP and gRPC.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import structlog
+
+from modelplatform import DataPlane, InferenceRequest, InferenceResponse, ServerContext
+
+from .converter import Limits, Payload, to_request
+from .models import choose_model
+from .monitor import Monitor
+from .options import PLUGIN, GrpsOptions
+
+log = structlog.get_logger("modelplatform.grps")
+DRAIN_REASON = "grps-offline"
+
+
+@dataclass(slots=True)
+class Observation:
+    """One request as the monitor sees it; ``failed`` may be set by a stream."""
+
+    model: str = "(unknown)"
+    failed: bool = False
+
+
+class GrpsRuntime:
+    def __init__(self, context: ServerContext) -> None:
+        self.context = context
+        self.dataplane: DataPlane = context.dataplane
+        self.options = GrpsOptions.from_settings(context.settings)
+        self.limits = Limits.from_settings(context.settings)
+        self.monitor = Monitor(self.options.monitor_window_secs)
+        self.online = False
+        self.set_online(self.options.start_online)
+
+    # ---- online / offline ----
+
+    def set_online(self, online: bool) -> None:
+        self.online = online
+        if self.options.offline_drains_server and not online:
+            self.dataplane.drain_reasons.add(DRAIN_REASON)
+        else:
+            self.dataplane.drain_reasons.discard(DRAIN_REASON)
+        log.info("grps_online_changed", online=online)
+
+    def ready(self) -> bool:
+        return self.online and self.dataplane.ready()
+
+    # ---- inference ----
+
+    def decode(
+        self, payload: Payload, payload_model: str, query_model: str, seen: Observation
+    ) -> InferenceRequest:
+        name, version = choose_model(payload_model, query_model, self.options.default_model)
+        config = self.dataplane.model_config(name, version)
+        seen.model = name  # only known models get a series: clients cannot add keys
+        return to_request(payload, name, version, config, self.limits)
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        return await self.dataplane.infer(request)
+
+    @contextlib.asynccontextmanager
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[AsyncIterator[InferenceResponse]]:
+        """The model's responses; closed on exit, so a gone client stops the model."""
+        responses = self.dataplane.stream(request)
+        try:
+            yield responses
+        finally:
+            await responses.aclose()  # type: ignore[attr-defined]
+
+    @contextlib.contextmanager
+    def observed(self) -> Iterator[Observation]:
+        """Time one grps request into the monitor (failed if it raises)."""
+        seen = Observation()
+        started = time.perf_counter()
+        ok = False
+        try:
+            yield seen
+            ok = not seen.failed
+        finally:
+            self.monitor.record(seen.model, time.perf_counter() - started, ok)
+
+
+def runtime(context: ServerContext) -> GrpsRuntime:
+    found = context.state.get(PLUGIN)
+    if found is None:
+        found = context.state[PLUGIN] = GrpsRuntime(context)
+    return found
