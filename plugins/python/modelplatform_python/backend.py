@@ -87,6 +87,10 @@ class PythonBackend(Backend):
         return [await self._execute_one(request) for request in batch]
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]
+        if not self._streams:
+            # A plain model streams exactly one response.
+            yield self._response(request, await self._infer(request.arrays()))
+            return
         async for outputs in self._iterate(request):
             yield self._response(request, outputs)
 

@@ -1,0 +1,13 @@
+import time
+
+import numpy as np
+
+
+class Model:
+    def infer(self, inputs):
+        path = inputs["PROGRESS_FILE"].reshape(-1)[0].decode()
+        for index in range(1, int(inputs["COUNT"].reshape(-1)[0]) + 1):
+            with open(path, "a") as progress:
+                progress.write(f"{index}\n")
+            yield {"INDEX": np.array([index], dtype=np.int32)}
+            time.sleep(0.05)
