@@ -14,6 +14,7 @@ import numpy as np
 
 from modelplatform import (
     InferenceRequest,
+    Internal,
     InvalidArgument,
     ModelNotFound,
     ModelNotReady,
@@ -108,7 +109,11 @@ class TfService:
             response = await self.dataplane.infer(request)
         except (ModelNotFound, ModelNotReady):  # unloaded since it was resolved
             raise servable_not_found(model.name, model.version_str) from None
-        return {t.name: np.asarray(t.data).reshape(t.shape) for t in response.outputs}
+        arrays = {t.name: np.asarray(t.data).reshape(t.shape) for t in response.outputs}
+        for alias in outputs:
+            if alias.spec.name not in arrays:
+                raise Internal(f"model '{model.name}' did not return output '{alias.spec.name}'")
+        return arrays
 
 
 def _tensor(alias: Alias, array: np.ndarray) -> Tensor:

@@ -1,0 +1,1 @@
+"""tfserving-grpc: ``tensorflow.serving.PredictionService`` and ``ModelService``."""

@@ -1,0 +1,15 @@
+"""Hook implementations of the ``tfserving-grpc`` plugin."""
+
+from __future__ import annotations
+
+from modelplatform import GrpcService, Settings, hookimpl
+
+from .servicer import add_model_service, add_prediction_service
+
+
+@hookimpl
+def register_grpc_services(settings: Settings) -> list[GrpcService]:
+    return [
+        GrpcService("tensorflow.serving.PredictionService", add_prediction_service),
+        GrpcService("tensorflow.serving.ModelService", add_model_service),
+    ]

@@ -1,0 +1,184 @@
+"""``tensorflow.serving.PredictionService`` and ``ModelService`` over the shared service.
+
+Errors keep their words and map to gRPC codes by one table; MultiInference
+and HandleReloadConfigRequest answer UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+
+from modelplatform import ErrorCode, InvalidArgument, ModelPlatformError, ServerContext
+
+from ..examples import Example, example_from_proto
+from ..servables import Selector, status as model_status
+from ..service import Resolved, TfService
+from ..signatures import signatures_of
+from ..protos import error_codes_pb2 as codes
+from ..protos import serving_apis_pb2 as apis
+from ..protos import services_pb2_grpc as services
+from .metadata import signature_def_map
+from .tensor_proto import from_array, to_array
+
+log = structlog.get_logger("modelplatform_tfserving.grpc")
+SIGNATURE_DEF = "signature_def"
+
+GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {
+    ErrorCode.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
+    ErrorCode.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    ErrorCode.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    ErrorCode.UNSUPPORTED: grpc.StatusCode.UNIMPLEMENTED,
+    ErrorCode.ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    ErrorCode.CANCELLED: grpc.StatusCode.CANCELLED,
+    ErrorCode.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
+    ErrorCode.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ErrorCode.INTERNAL: grpc.StatusCode.INTERNAL,
+}
+_STATES = {name: apis.ModelVersionStatus.State.Value(name) for name in apis.ModelVersionStatus.State.keys()}
+
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+
+def rpc(method: Handler) -> Handler:
+    """Turn platform errors into gRPC statuses with the same message."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except ModelPlatformError as error:
+            await context.abort(GRPC_STATUS.get(error.code, grpc.StatusCode.INTERNAL), error.message)
+        except Exception as error:  # noqa: BLE001 - a bug must not kill the stream
+            log.error("rpc_failed", method=method.__name__, error=type(error).__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def selector(spec: Any) -> Selector:
+    choice = spec.WhichOneof("version_choice")
+    version = str(spec.version.value) if choice == "version" else ""
+    if version.startswith("-"):
+        raise InvalidArgument(f"version {version} is not a valid version number")
+    return Selector(spec.name, version, spec.version_label if choice == "version_label" else "")
+
+
+def model_spec(target: Resolved, signature_name: str) -> Any:
+    spec = apis.ModelSpec(name=target.model.name, signature_name=signature_name)
+    spec.version.value = target.model.version
+    return spec
+
+
+def examples_of(request_input: Any) -> list[Example]:
+    kind = request_input.WhichOneof("kind")
+    if kind == "example_list":
+        examples = [example_from_proto(e) for e in request_input.example_list.examples]
+    elif kind == "example_list_with_context":
+        listed = request_input.example_list_with_context
+        context = example_from_proto(listed.context)
+        examples = [{**context, **example_from_proto(e)} for e in listed.examples]
+    else:
+        examples = []
+    if not examples:
+        raise InvalidArgument("Input is empty")
+    return examples
+
+
+class PredictionServicer(services.PredictionServiceServicer):
+    def __init__(self, context: ServerContext) -> None:
+        self.service = TfService(context)
+
+    def _resolve(self, spec: Any) -> Resolved:
+        return self.service.resolve(selector(spec), spec.signature_name)
+
+    @rpc
+    async def Predict(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        target = self._resolve(request.model_spec)
+        types = {a.alias: a.spec.datatype for a in target.signature.inputs}
+        inputs = {}
+        for position, (alias, proto) in enumerate(request.inputs.items()):
+            datatype, array = to_array(proto, self.service.limits)
+            if alias in types and datatype != types[alias]:
+                raise InvalidArgument(
+                    f"Expects arg[{position}] to be {types[alias]} but {datatype} is provided"
+                )
+            inputs[alias] = array
+        outputs = await self.service.predict(target, inputs, list(request.output_filter))
+        by_alias = {a.alias: a.spec.datatype for a in target.signature.outputs}
+        response = apis.PredictResponse(model_spec=model_spec(target, target.signature.name))
+        for alias, array in outputs.items():
+            response.outputs[alias].CopyFrom(from_array(array, by_alias[alias]))
+        return response
+
+    @rpc
+    async def Regress(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        target = self._resolve(request.model_spec)
+        values = await self.service.regress(target, examples_of(request.input))
+        response = apis.RegressionResponse(model_spec=model_spec(target, target.signature.name))
+        response.result.regressions.extend(apis.Regression(value=v) for v in values)
+        return response
+
+    @rpc
+    async def Classify(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        target = self._resolve(request.model_spec)
+        results = await self.service.classify(target, examples_of(request.input))
+        response = apis.ClassificationResponse(model_spec=model_spec(target, target.signature.name))
+        for pairs in results:
+            classes = [apis.Class(label=label, score=score) for label, score in pairs]
+            response.result.classifications.add().classes.extend(classes)
+        return response
+
+    @rpc
+    async def GetModelMetadata(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        fields = list(request.metadata_field)
+        if not fields:
+            raise InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field")
+        for name in fields:
+            if name != SIGNATURE_DEF:
+                raise InvalidArgument(f"Metadata field {name} is not supported")
+        target = self.service.resolve(selector(request.model_spec), "")
+        response = apis.GetModelMetadataResponse(model_spec=model_spec(target, ""))
+        signatures = signatures_of(target.model.config).signatures
+        response.metadata[SIGNATURE_DEF].Pack(signature_def_map(signatures))
+        return response
+
+    async def MultiInference(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "MultiInference is not implemented")
+
+
+class ModelServicer(services.ModelServiceServicer):
+    def __init__(self, context: ServerContext) -> None:
+        self.models = context.models
+
+    @rpc
+    async def GetModelStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        statuses = model_status(self.models, selector(request.model_spec))
+        response = apis.GetModelStatusResponse()
+        for item in statuses:
+            response.model_version_status.add(
+                version=int(item.version),
+                state=_STATES[item.state],
+                status=apis.StatusProto(
+                    error_code=codes.Code.Value(item.error_code), error_message=item.error_message
+                ),
+            )
+        return response
+
+    async def HandleReloadConfigRequest(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "HandleReloadConfigRequest is not implemented; use the model repository API",
+        )
+
+
+def add_prediction_service(server: grpc.aio.Server, context: ServerContext) -> None:
+    services.add_PredictionServiceServicer_to_server(PredictionServicer(context), server)
+
+
+def add_model_service(server: grpc.aio.Server, context: ServerContext) -> None:
+    services.add_ModelServiceServicer_to_server(ModelServicer(context), server)
