@@ -50,12 +50,14 @@ from modelplatform import (
 
 from .loader import forget_module, import_model_module
 from .outputs import to_tensors
+from .triton import TritonModelRunner
 from .raw import call_http
 
 
 class PythonBackend(Backend):
     kind: ClassVar[str] = "python"
     model_files: ClassVar[tuple[str, ...]] = ("model.py",)
+    _triton: TritonModelRunner | None = None
 
     def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
         super().__init__(config, version_dir, instance_index)
@@ -65,6 +67,12 @@ class PythonBackend(Backend):
 
     async def load(self) -> None:
         self._module = await asyncio.to_thread(import_model_module, self.version_dir)
+        triton_class = getattr(self._module, "TritonPythonModel", None)
+        if triton_class is not None:  # written for Triton's python backend (triton.py)
+            runner = TritonModelRunner(triton_class, self.config, self.version_dir, self.instance_index)
+            self._model = self._triton = runner  # unload() reaches its finalize()
+            await runner.load()
+            return
         model_class = getattr(self._module, "Model", None)
         if model_class is None or not callable(getattr(model_class, "infer", None)):
             raise InvalidArgument(f"{self.version_dir}/model.py must define class Model with infer()")
@@ -84,6 +92,8 @@ class PythonBackend(Backend):
                 self._module = None
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        if self._triton is not None:
+            return await self._triton.execute(batch)
         return [await self._execute_one(request) for request in batch]
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]

@@ -1,0 +1,141 @@
+"""Runs a ``model.py`` written for Triton's python backend, unchanged.
+
+Such a file defines ``class TritonPythonModel`` with ``initialize(args)``
+(optional), ``execute(requests)`` and ``finalize()`` (optional), and imports
+``triton_python_backend_utils as pb_utils``. ``execute`` receives the whole
+batch as a list of ``pb_utils.InferenceRequest`` and returns one
+``pb_utils.InferenceResponse`` per request, in order; a response carrying a
+``pb_utils.TritonError`` fails that request alone, while an exception from
+``execute`` fails every request of that call (Triton's rules).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from modelplatform import (
+    AlreadyExists,
+    Cancelled,
+    ExecuteResult,
+    InferenceRequest,
+    InferenceResponse,
+    Internal,
+    InvalidArgument,
+    ModelConfig,
+    ModelExecutionError,
+    ModelPlatformError,
+    NotFound,
+    Unavailable,
+    Unsupported,
+)
+
+from . import triton_utils as pb
+from .outputs import to_tensors
+
+_ERRORS: dict[int, type[ModelPlatformError]] = {
+    pb.TritonError.INVALID_ARG: InvalidArgument,
+    pb.TritonError.NOT_FOUND: NotFound,
+    pb.TritonError.UNAVAILABLE: Unavailable,
+    pb.TritonError.UNSUPPORTED: Unsupported,
+    pb.TritonError.ALREADY_EXISTS: AlreadyExists,
+    pb.TritonError.CANCELLED: Cancelled,
+}
+
+
+class TritonModelRunner:
+    """Stands in for a ``Model`` object: the python backend delegates to it."""
+
+    def __init__(self, model_class: type, config: ModelConfig, version_dir: Path, instance: int) -> None:
+        self._class = model_class
+        self._config = config
+        self._version_dir = version_dir
+        self._instance = instance
+        self._model: Any = None
+
+    def initialize_args(self) -> dict[str, str]:
+        """The ``args`` dict Triton passes to ``initialize``: all values are strings."""
+        return {
+            "model_config": json.dumps(self._config.to_json()),
+            "model_instance_kind": "CPU",
+            "model_instance_name": f"{self._config.name}_0_{self._instance}",
+            "model_instance_device_id": "0",
+            "model_repository": str(self._version_dir.parent),
+            "model_version": self._version_dir.name,
+            "model_name": self._config.name,
+        }
+
+    async def load(self) -> None:
+        self._model = self._class()
+        await _run(getattr(self._model, "initialize", None), self.initialize_args())
+
+    async def unload(self) -> None:
+        model, self._model = self._model, None
+        if model is not None:
+            await _run(getattr(model, "finalize", None))
+
+    def infer(self, inputs: Any) -> Any:
+        raise Unsupported(f"model '{self._config.name}' is a Triton python model: it answers one response per request")
+
+    async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        requests = [_pb_request(r) for r in batch]
+        try:
+            responses = await _run(self._model.execute, requests)
+        except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
+            return [ModelExecutionError(self._config.name, error) for _ in batch]
+        if not isinstance(responses, (list, tuple)) or len(responses) != len(batch):
+            count = len(responses) if isinstance(responses, (list, tuple)) else type(responses).__name__
+            problem = Internal(
+                f"model '{self._config.name}': execute() returned {count} responses for {len(batch)} requests"
+            )
+            return [problem for _ in batch]
+        return [self._result(request, response) for request, response in zip(batch, responses)]
+
+    def _result(self, request: InferenceRequest, response: Any) -> InferenceResponse | ModelPlatformError:
+        if not isinstance(response, pb.InferenceResponse):
+            return Internal(f"model '{self._config.name}': execute() returned {type(response).__name__}, "
+                            "expected pb_utils.InferenceResponse")
+        if response.has_error():
+            return _error(self._config.name, response.error())
+        try:
+            arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
+            tensors = to_tensors(self._config, arrays)
+        except ModelPlatformError as error:
+            return error
+        except Exception as error:  # noqa: BLE001 - a malformed response fails its request only
+            return ModelExecutionError(self._config.name, error)
+        return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
+
+
+def _pb_request(request: InferenceRequest) -> pb.InferenceRequest:
+    wanted = [o.name for o in request.outputs] if request.outputs is not None else []
+    return pb.InferenceRequest(
+        model_name=request.model_name,
+        requested_output_names=wanted,
+        inputs=[pb.Tensor(t.name, t.data) for t in request.inputs],
+        request_id=request.id,
+        correlation_id=request.parameters.get("sequence_id", 0),
+        parameters=json.dumps(request.parameters, default=str),
+    )
+
+
+def _error(model: str, error: Any) -> ModelPlatformError:
+    if not isinstance(error, pb.TritonError):
+        return Internal(f"model '{model}' failed: {error}")
+    kind = _ERRORS.get(error.code())
+    if kind is None:
+        return Internal(f"model '{model}' failed: {error.message()}")
+    return kind(error.message())
+
+
+async def _run(method: Any, *args: Any) -> Any:
+    """Await a coroutine method on the loop; run a plain one in a worker thread."""
+    if method is None:
+        return None
+    if inspect.iscoroutinefunction(method):
+        return await method(*args)
+    return await asyncio.to_thread(method, *args)

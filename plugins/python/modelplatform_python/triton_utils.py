@@ -1,0 +1,280 @@
+"""The ``triton_python_backend_utils`` API that Triton python models import.
+
+Written from the python backend's documented interface: tensors, requests,
+responses, errors, config lookups and type helpers. What needs Triton's
+process model (BLS ``exec``, DLPack, GPU tensors, decoupled response
+senders) raises :class:`TritonModelException` with a clear message. The
+top-level module ``triton_python_backend_utils`` re-exports this one, so
+``import triton_python_backend_utils as pb_utils`` works unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import structlog
+
+__all__ = [
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
+    "TRITONSERVER_REQUEST_RELEASE_ALL",
+    "TRITONSERVER_RESPONSE_COMPLETE_FINAL",
+    "InferenceRequest",
+    "InferenceResponse",
+    "Logger",
+    "Tensor",
+    "TritonError",
+    "TritonModelException",
+    "deserialize_bytes_tensor",
+    "get_input_config_by_name",
+    "get_input_tensor_by_name",
+    "get_output_config_by_name",
+    "get_output_tensor_by_name",
+    "numpy_to_triton_type",
+    "serialize_byte_tensor",
+    "triton_string_to_numpy",
+    "triton_to_numpy_type",
+    "using_decoupled_model_transaction_policy",
+]
+
+_log = structlog.get_logger("modelplatform_python.triton")
+
+# Triton's TRITONSERVER_DataType numbering; the config's TYPE_* enum matches it.
+_TYPE_NAMES = (
+    "TYPE_INVALID", "TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_UINT32", "TYPE_UINT64",
+    "TYPE_INT8", "TYPE_INT16", "TYPE_INT32", "TYPE_INT64", "TYPE_FP16", "TYPE_FP32",
+    "TYPE_FP64", "TYPE_STRING", "TYPE_BF16",
+)  # fmt: skip
+_NUMPY = {
+    "TYPE_BOOL": np.bool_, "TYPE_UINT8": np.uint8, "TYPE_UINT16": np.uint16,
+    "TYPE_UINT32": np.uint32, "TYPE_UINT64": np.uint64, "TYPE_INT8": np.int8,
+    "TYPE_INT16": np.int16, "TYPE_INT32": np.int32, "TYPE_INT64": np.int64,
+    "TYPE_FP16": np.float16, "TYPE_FP32": np.float32, "TYPE_FP64": np.float64,
+    "TYPE_STRING": np.object_,
+}  # fmt: skip
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+
+
+class TritonModelException(Exception):
+    """Raised by the utilities; a model may raise it too."""
+
+
+class TritonError:
+    """An error carried by an InferenceResponse; fails that request alone."""
+
+    UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG, UNAVAILABLE, UNSUPPORTED, ALREADY_EXISTS, CANCELLED = range(8)
+
+    def __init__(self, message: str, code: int = INTERNAL) -> None:
+        self._message = message
+        self._code = code
+
+    def message(self) -> str:
+        return self._message
+
+    def code(self) -> int:
+        return self._code
+
+    def __repr__(self) -> str:
+        return f"TritonError({self._message!r}, code={self._code})"
+
+
+class Tensor:
+    """A named numpy array (CPU only here)."""
+
+    def __init__(self, name: str, array: Any) -> None:
+        if not isinstance(array, np.ndarray):
+            raise TritonModelException(f"Tensor '{name}' needs a numpy array, got {type(array).__name__}")
+        self._name = name
+        self._array = array
+
+    def name(self) -> str:
+        return self._name
+
+    def as_numpy(self) -> np.ndarray:
+        return self._array
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def to_dlpack(self) -> Any:
+        return self._array.__dlpack__()
+
+    @classmethod
+    def from_dlpack(cls, name: str, capsule: Any) -> Tensor:
+        return cls(name, np.from_dlpack(capsule))
+
+
+class InferenceRequest:
+    """One request as ``execute`` receives it. Building one for BLS is not supported."""
+
+    def __init__(
+        self,
+        model_name: str = "",
+        requested_output_names: Sequence[str] = (),
+        inputs: Sequence[Tensor] = (),
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        parameters: dict[str, Any] | str | None = None,
+        flags: int = 0,
+        **_: Any,
+    ) -> None:
+        self._model_name = model_name
+        self._inputs = list(inputs)
+        self._requested = list(requested_output_names)
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters or {})
+        self._flags = flags
+
+    def inputs(self) -> list[Tensor]:
+        return self._inputs
+
+    def requested_output_names(self) -> list[str]:
+        return self._requested
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        return self._correlation_id
+
+    def parameters(self) -> str:
+        """The request parameters as a JSON string (Triton's form)."""
+        return self._parameters
+
+    def flags(self) -> int:
+        return self._flags
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def is_cancelled(self) -> bool:
+        return False
+
+    def get_response_sender(self) -> Any:
+        raise TritonModelException("decoupled response senders are not supported; use a generator Model")
+
+    def exec(self, *_: Any, **__: Any) -> Any:
+        raise TritonModelException("business logic scripting (InferenceRequest.exec) is not supported")
+
+    async def async_exec(self, *_: Any, **__: Any) -> Any:
+        raise TritonModelException("business logic scripting (InferenceRequest.async_exec) is not supported")
+
+
+class InferenceResponse:
+    """Output tensors, or an error for its request."""
+
+    def __init__(
+        self,
+        output_tensors: Sequence[Tensor] | None = None,
+        error: TritonError | None = None,
+        parameters: dict[str, Any] | str | None = None,
+    ) -> None:
+        self._outputs = list(output_tensors or [])
+        self._error = error
+        self._parameters = parameters
+
+    def output_tensors(self) -> list[Tensor]:
+        return self._outputs
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        return self._error
+
+
+class Logger:
+    """pb_utils.Logger: model log lines go to the server's structured log."""
+
+    @staticmethod
+    def log_info(message: str) -> None:
+        _log.info("model_logged", message=message)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        _log.warning("model_logged", message=message)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        _log.error("model_logged", message=message)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        _log.debug("model_logged", message=message)
+
+    @staticmethod
+    def log(message: str, level: int = 0) -> None:
+        _log.info("model_logged", message=message, level=level)
+
+
+def get_input_tensor_by_name(request: InferenceRequest, name: str) -> Tensor | None:
+    return next((t for t in request.inputs() if t.name() == name), None)
+
+
+def get_output_tensor_by_name(response: InferenceResponse, name: str) -> Tensor | None:
+    return next((t for t in response.output_tensors() if t.name() == name), None)
+
+
+def get_input_config_by_name(model_config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((t for t in model_config.get("input", []) if t.get("name") == name), None)
+
+
+def get_output_config_by_name(model_config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((t for t in model_config.get("output", []) if t.get("name") == name), None)
+
+
+def using_decoupled_model_transaction_policy(model_config: dict[str, Any]) -> bool:
+    return bool(model_config.get("model_transaction_policy", {}).get("decoupled", False))
+
+
+def triton_string_to_numpy(triton_type: str) -> type:
+    """``"TYPE_FP32"`` -> ``numpy.float32`` (``TYPE_STRING`` -> ``numpy.object_``)."""
+    try:
+        return _NUMPY[triton_type]
+    except KeyError:
+        raise TritonModelException(f"unknown or unsupported Triton type '{triton_type}'") from None
+
+
+def triton_to_numpy_type(data_type: int) -> type:
+    """Triton's numeric data type code -> numpy type."""
+    if not 0 < data_type < len(_TYPE_NAMES):
+        raise TritonModelException(f"unknown Triton data type {data_type}")
+    return triton_string_to_numpy(_TYPE_NAMES[data_type])
+
+
+def numpy_to_triton_type(data_type: Any) -> int | None:
+    dtype = np.dtype(data_type)
+    for name, candidate in _NUMPY.items():
+        if np.dtype(candidate) == dtype or (name == "TYPE_STRING" and dtype.kind in ("S", "U")):
+            return _TYPE_NAMES.index(name)
+    return None
+
+
+def serialize_byte_tensor(array: np.ndarray) -> np.ndarray:
+    """BYTES elements as Triton's 4-byte little-endian length + bytes, in a uint8 array."""
+    chunks = []
+    for item in array.ravel(order="C"):
+        data = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        chunks.append(len(data).to_bytes(4, "little") + data)
+    return np.frombuffer(b"".join(chunks), dtype=np.uint8)
+
+
+def deserialize_bytes_tensor(encoded: bytes | np.ndarray) -> np.ndarray:
+    data = bytes(encoded)
+    items, offset = [], 0
+    while offset + 4 <= len(data):
+        size = int.from_bytes(data[offset : offset + 4], "little")
+        items.append(data[offset + 4 : offset + 4 + size])
+        offset += 4 + size
+    return np.array(items, dtype=np.object_)
