@@ -81,4 +81,5 @@ def servable_not_found(name: str, version: str = "") -> NotFound:
 
 def invalid_argument_text(error: ModelPlatformError) -> str:
     """How TF prints a nested Status (``status.ToString()``)."""
-    return f"{error.code.value}: {error.message}"
+    code = "UNIMPLEMENTED" if error.code is ErrorCode.UNSUPPORTED else error.code.value
+    return f"{code}: {error.message}"

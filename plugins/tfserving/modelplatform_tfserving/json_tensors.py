@@ -81,7 +81,8 @@ def _flatten(value: Any, shape: list[int]) -> list[Any] | None:
         return None
     if list(nested.shape) != shape:
         return None
-    return nested.ravel().tolist()
+    flat = nested.ravel().tolist()
+    return None if list in set(map(type, flat)) else flat
 
 
 def _convert(flat: list[Any], datatype: str, limits: Limits) -> np.ndarray:
