@@ -8,6 +8,7 @@ against an already-frozen ModelConfig: nothing is parsed per request.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -128,8 +129,10 @@ class DataPlane:
         with model.request():
             try:
                 validate_request(request, model.config)
-                async for response in model.instances[0].stream(request):
-                    yield _finish(response, request, model)
+                # aclosing: a consumer that stops early stops the backend now, not at GC.
+                async with contextlib.aclosing(model.instances[0].stream(request)) as responses:
+                    async for response in responses:
+                        yield _finish(response, request, model)
             except ModelPlatformError:
                 stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
                 raise

@@ -40,21 +40,25 @@ class CustomRoute:
 
 def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[CustomRoute]:
     """Every model's ``grps.http_path``, checked against grps's own paths and each other."""
-    taken = {p.rstrip("/"): "grps built-in" for p in reserved}
+    taken = {_key(p): "grps built-in" for p in reserved}
     routes = []
     for name in sorted({e.name for e in context.models.index()}):
         path = _declared_path(context.settings.model_repository / name)
         if not path:
             continue
-        if not path.startswith("/") or "<" in path or path.rstrip("/") == "":
+        if not path.startswith("/") or "<" in path:
             raise PluginError(f"model '{name}': {PARAMETER} '{path}' must be a static absolute path")
-        if path.rstrip("/") in taken:
+        if _key(path) in taken:
             raise PluginError(
-                f"model '{name}': {PARAMETER} '{path}' collides with the route of {taken[path.rstrip('/')]}"
+                f"model '{name}': {PARAMETER} '{path}' collides with the route of {taken[_key(path)]}"
             )
-        taken[path.rstrip("/")] = f"model '{name}'"
+        taken[_key(path)] = f"model '{name}'"
         routes.append(CustomRoute(name, path))
     return routes
+
+
+def _key(path: str) -> str:
+    return path.rstrip("/") or "/"
 
 
 def _declared_path(model_dir: Path) -> str:
