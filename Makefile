@@ -26,6 +26,8 @@ protos: $(STAMP)
 	$(PROTOC) --python_out=core --pyi_out=core protos/modelplatform/protos/model_config.proto
 	$(PROTOC) --python_out=plugins/oip --pyi_out=plugins/oip --grpc_python_out=plugins/oip protos/modelplatform_oip/protos/grpc_service.proto
 	$(PROTOC) --python_out=plugins/grps --pyi_out=plugins/grps --grpc_python_out=plugins/grps protos/modelplatform_grps/protos/grps.proto
+	$(PROTOC) --python_out=plugins/tfserving --pyi_out=plugins/tfserving protos/modelplatform_tfserving/protos/*.proto
+	$(PROTOC) --grpc_python_out=plugins/tfserving protos/modelplatform_tfserving/protos/services.proto
 
 venv: $(BIN)/python
 
