@@ -74,8 +74,18 @@ def probe(client: grpcclient.InferenceServerClient) -> dict:
         s["name"] for s in client.get_inference_statistics(as_json=True)["model_stats"]
     )
     out["errors"] = {
-        "unknown_model": _error(lambda: client.infer("no_such_model", [_input("INPUT0", a, "INT32")])),
-        "wrong_shape": _error(lambda: client.infer("simple", [_input("INPUT0", np.zeros((1, 3), np.int32), "INT32"), _input("INPUT1", np.zeros((1, 3), np.int32), "INT32")])),
+        "unknown_model": _error(
+            lambda: client.infer("no_such_model", [_input("INPUT0", a, "INT32")])
+        ),
+        "wrong_shape": _error(
+            lambda: client.infer(
+                "simple",
+                [
+                    _input("INPUT0", np.zeros((1, 3), np.int32), "INT32"),
+                    _input("INPUT1", np.zeros((1, 3), np.int32), "INT32"),
+                ],
+            )
+        ),
         "metadata_unknown": _error(lambda: client.get_model_metadata("no_such_model")),
         "stats_unknown": _error(lambda: client.get_inference_statistics("no_such_model")),
         "unimplemented": _error(lambda: client.get_system_shared_memory_status()),

@@ -6,7 +6,6 @@ import grpc
 import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
@@ -83,7 +82,9 @@ def test_over_16_mib_request_with_wrong_sizes(stub):
 
 def test_fp16_typed_contents_refused(stub):
     request = pb.ModelInferRequest(model_name="identity_fp16")
-    request.inputs.add(name="INPUT0", datatype="FP16", shape=[2]).contents.fp32_contents.extend([1, 2])
+    request.inputs.add(name="INPUT0", datatype="FP16", shape=[2]).contents.fp32_contents.extend(
+        [1, 2]
+    )
     code, details = _code(lambda: stub.ModelInfer(request))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert "raw_input_contents" in details
@@ -123,7 +124,9 @@ def test_model_config_is_the_config_message(stub):
 
 
 def test_statistics_for_unknown_version(stub):
-    code, _ = _code(lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="simple", version="9")))
+    code, _ = _code(
+        lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="simple", version="9"))
+    )
     assert code == grpc.StatusCode.NOT_FOUND
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from modelplatform import DataPlane, ServerContext
 
 from .service import SERVICE

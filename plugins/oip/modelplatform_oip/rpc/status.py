@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import grpc
-
 from modelplatform import ErrorCode, ModelPlatformError
 
 GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {

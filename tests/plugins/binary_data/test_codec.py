@@ -1,0 +1,133 @@
+"""The binary codec on its own: zero-copy inputs, raw requests, output selection."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+from modelplatform import (
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    RequestedOutput,
+    Tensor,
+    parse_text,
+)
+from modelplatform.model_config import from_proto
+from modelplatform_binary_data.codec import BinaryCodec
+from modelplatform_oip.rest.codec import Limits
+
+LIMITS = Limits(max_tensor_elements=1 << 20, max_bytes_element=1 << 20)
+SIMPLE = from_proto(parse_text("""
+name: "simple" backend: "python" max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+        { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] } ]
+"""))  # fmt: skip
+IDENTITY_BYTES = from_proto(parse_text("""
+name: "identity_bytes" backend: "python"
+input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
+"""))  # fmt: skip
+IDENTITY_FP16 = from_proto(parse_text("""
+name: "identity_fp16" backend: "python"
+input [ { name: "INPUT0" data_type: TYPE_FP16 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP16 dims: [ -1 ] } ]
+"""))  # fmt: skip
+
+
+def _body(header: dict, *blobs: bytes) -> tuple[bytes, int]:
+    head = json.dumps(header).encode()
+    return head + b"".join(blobs), len(head)
+
+
+def _simple_body(a: np.ndarray, b: np.ndarray) -> tuple[bytes, int]:
+    inputs = [{"name": n, "datatype": "INT32", "shape": [1, 16],
+               "parameters": {"binary_data_size": 64}} for n in ("INPUT0", "INPUT1")]  # fmt: skip
+    return _body({"inputs": inputs}, a.tobytes(), b.tobytes())
+
+
+def test_binary_inputs_are_views_over_the_body():
+    a, b = np.arange(16, dtype="<i4"), np.full(16, 7, dtype="<i4")
+    body, length = _simple_body(a, b)
+    request = BinaryCodec().decode(body, length, "simple", "", SIMPLE, LIMITS)
+    whole = np.frombuffer(body, np.uint8)
+    for tensor, expected in zip(request.inputs, (a, b), strict=True):
+        assert np.shares_memory(tensor.data, whole)  # zero-copy
+        assert tensor.data.shape == (1, 16)
+        assert tensor.data.reshape(-1).tolist() == expected.tolist()
+
+
+def test_bytes_input_with_nuls_and_non_utf8():
+    items = [b"a\x00b", b"\xff\xfe", b""]
+    blob = b"".join(struct.pack("<I", len(x)) + x for x in items)
+    inputs = [{"name": "INPUT0", "datatype": "BYTES", "shape": [3],
+               "parameters": {"binary_data_size": len(blob)}}]  # fmt: skip
+    body, length = _body({"inputs": inputs}, blob)
+    request = BinaryCodec().decode(body, length, "identity_bytes", "", IDENTITY_BYTES, LIMITS)
+    assert request.inputs[0].data.tolist() == items
+
+
+@pytest.mark.parametrize(
+    "size, extra, message",
+    [(65, b"", "past the end of the body"), (64, b"\0", "1 bytes after the last binary input")],
+)
+def test_sizes_that_disagree_with_the_body(size, extra, message):
+    inputs = [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 16],
+               "parameters": {"binary_data_size": size}}]  # fmt: skip
+    body, length = _body({"inputs": inputs}, b"\0" * 64, extra)
+    with pytest.raises(InvalidArgument, match=message):
+        BinaryCodec().decode(body, length, "simple", "", SIMPLE, LIMITS)
+
+
+def test_raw_request_fills_the_single_input():
+    data = np.array([1, 2, 3, 4, 5], dtype="<f2")
+    body = data.tobytes()
+    request = BinaryCodec().decode(body, 0, "identity_fp16", "1", IDENTITY_FP16, LIMITS)
+    (tensor,) = request.inputs
+    assert (tensor.name, tensor.datatype, tensor.shape) == ("INPUT0", "FP16", (5,))
+    assert np.shares_memory(tensor.data, np.frombuffer(body, np.uint8))
+
+
+def test_raw_request_bytes_and_refusals():
+    blob = struct.pack("<I", 2) + b"\x00\xff" + struct.pack("<I", 0)
+    request = BinaryCodec().decode(blob, 0, "identity_bytes", "", IDENTITY_BYTES, LIMITS)
+    assert request.inputs[0].data.tolist() == [b"\x00\xff", b""]
+    with pytest.raises(InvalidArgument, match="INPUT0.*BYTES"):
+        truncated = struct.pack("<I", 9) + b"ab"
+        BinaryCodec().decode(truncated, 0, "identity_bytes", "", IDENTITY_BYTES, LIMITS)
+    with pytest.raises(InvalidArgument, match="needs a model with one input"):
+        BinaryCodec().decode(b"\0" * 64, 0, "simple", "", SIMPLE, LIMITS)
+    with pytest.raises(InvalidArgument, match="multiple of 2"):
+        BinaryCodec().decode(b"\0" * 3, 0, "identity_fp16", "", IDENTITY_FP16, LIMITS)
+
+
+def _response() -> InferenceResponse:
+    outputs = [Tensor.from_array("A", np.arange(3, dtype=np.int32)),
+               Tensor.from_array("B", np.array([b"x\xff"], dtype=object))]  # fmt: skip
+    return InferenceResponse("m", "1", outputs)
+
+
+def test_outputs_binary_by_request_parameter_with_per_output_override():
+    outputs = [RequestedOutput("A", {"binary_data": False}), RequestedOutput("B")]
+    request = InferenceRequest("m", [], parameters={"binary_data_output": True}, outputs=outputs)
+    codec = BinaryCodec()
+    assert codec.wants_response(request)
+    encoded = codec.encode(_response(), request)
+    length = int(encoded.headers["Inference-Header-Content-Length"])
+    header = json.loads(encoded.body[:length])
+    a, b = header["outputs"]
+    assert "parameters" not in a and a["data"] == [0, 1, 2]  # JSON outputs carry no parameters
+    assert b["parameters"] == {"binary_data_size": 6}
+    assert encoded.body[length:] == struct.pack("<I", 2) + b"x\xff"
+    assert encoded.content_type == "application/octet-stream"
+
+
+def test_no_binary_flags_means_json():
+    assert not BinaryCodec().wants_response(InferenceRequest("m", []))
+    with pytest.raises(InvalidArgument, match="true or false"):
+        BinaryCodec().wants_response(
+            InferenceRequest("m", [], parameters={"binary_data_output": 1})
+        )
