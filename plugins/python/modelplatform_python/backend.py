@@ -23,6 +23,11 @@ the loop. ``infer`` may instead be a generator (sync or async) yielding
 several dicts: such a model streams (grps streaming); over unary protocols
 its last yield is the response. An exception raised by user code fails that
 request alone, with a clean error; the server keeps serving.
+
+An optional ``http(self, body, headers)`` method (sync or async) answers a
+raw request on the model's own route (grps ``grps.http_path``): it returns
+bytes or str, ``(body, content_type)``, or an iterator of chunks to stream
+(see raw.py).
 """
 
 from __future__ import annotations
