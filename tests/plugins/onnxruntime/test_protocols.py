@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.request
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from modelplatform.testing import ServerProcess
+
 MODEL = "simple_onnx"
+REPOSITORY = Path(__file__).resolve().parents[3] / "model_repository"
 INSTALLED = {ep.name for ep in metadata.entry_points(group="modelplatform")}
 
 
@@ -86,3 +91,19 @@ def test_grps_rest_gtensors(server):
     answer = _post(f"http://{server.http_url}/grps/v1/infer/predict", {"model": f"{MODEL}-1", "gtensors": {"tensors": tensors}})
     by_name = {t["name"]: t for t in answer["gtensors"]["tensors"]}
     np.testing.assert_allclose(np.array(by_name["OUTPUT1"]["flat_float32"]).reshape(2, 16), a - b)
+
+
+def test_served_config_is_completed_from_the_graph(tmp_path):
+    (tmp_path / "auto_onnx" / "1").mkdir(parents=True)
+    shutil.copy(REPOSITORY / "simple_onnx" / "1" / "model.onnx", tmp_path / "auto_onnx" / "1")
+    (tmp_path / "auto_onnx" / "config.pbtxt").write_text('platform: "onnxruntime_onnx"\n')
+    plugins = ",".join(p for p in ("oip-rest", "onnxruntime") if p in INSTALLED)
+    with ServerProcess("--model-repository", str(tmp_path), "--plugins", plugins) as served:
+        with urllib.request.urlopen(f"http://{served.http_url}/v2/models/auto_onnx/config", timeout=30) as reply:
+            config = json.loads(reply.read())
+    assert config["max_batch_size"] == 4
+    assert [(t["name"], t["data_type"], t["dims"]) for t in config["input"]] == [
+        ("INPUT0", "TYPE_FP32", [16]),
+        ("INPUT1", "TYPE_FP32", [16]),
+    ]
+
