@@ -171,10 +171,6 @@ class ModelManager:
             raise ModelNotReady(name, version, found.reason or found.state.value)
         return found
 
-    def names(self) -> list[str]:
-        """Every model that was ever asked for, loaded or not."""
-        return sorted(self._models)
-
     def versions(self, name: str) -> list[ModelVersion]:
         model = self._models.get(name)
         return sorted(model.versions.values(), key=lambda v: v.version) if model else []

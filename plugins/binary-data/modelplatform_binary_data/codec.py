@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import orjson
+
 from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, ModelConfig, Tensor
 from modelplatform_oip.raw import raw_bytes
 from modelplatform_oip.rest.codec import BINARY_CODEC, EncodedResponse, Limits, RestCodec

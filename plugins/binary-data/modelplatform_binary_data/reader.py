@@ -7,6 +7,7 @@ over them: the body is never copied.
 from __future__ import annotations
 
 import numpy as np
+
 from modelplatform import InvalidArgument, element_count
 from modelplatform_oip.raw import raw_array
 from modelplatform_oip.rest.codec import Limits

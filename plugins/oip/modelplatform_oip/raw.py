@@ -8,6 +8,7 @@ Fixed-size inputs become views over the caller's buffer (no copy).
 from __future__ import annotations
 
 import numpy as np
+
 from modelplatform import (
     InvalidArgument,
     Tensor,

@@ -7,6 +7,7 @@ import struct
 
 import numpy as np
 import pytest
+
 from modelplatform import (
     InferenceRequest,
     InferenceResponse,

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from modelplatform.testing import ServerProcess
 
+from modelplatform.testing import ServerProcess
 from tests.conftest import MODEL_REPOSITORY
 
 HEADER = "Inference-Header-Content-Length"

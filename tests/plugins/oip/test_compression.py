@@ -8,6 +8,7 @@ import json
 import zlib
 
 import pytest
+
 from modelplatform.testing import ServerProcess
 
 BODY = json.dumps(

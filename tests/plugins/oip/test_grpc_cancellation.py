@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc

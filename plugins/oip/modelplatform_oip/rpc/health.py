@@ -11,6 +11,7 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from modelplatform import DataPlane, ServerContext
 
 from .service import SERVICE

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import structlog
 from google.protobuf import json_format
+
 from modelplatform import DataPlane, ModelPlatformError, ServerContext
 
 from ..protos import grpc_service_pb2 as pb

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grpc
+
 from modelplatform import ErrorCode, ModelPlatformError
 
 GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {

@@ -8,6 +8,7 @@ back raw. Every client-sent size is checked before anything is allocated.
 from __future__ import annotations
 
 import numpy as np
+
 from modelplatform import (
     InferenceRequest,
     InferenceResponse,
