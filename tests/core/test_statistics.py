@@ -1,0 +1,85 @@
+"""DataPlane.statistics and the counters behind it, on a function-based test backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from modelplatform import InferenceRequest, ModelExecutionError, ModelNotFound, Settings, Tensor
+from modelplatform.stats import ModelStats
+from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
+
+CONFIG = """
+name: "{name}"
+backend: "function"
+max_batch_size: 4
+input [ {{ name: "A" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+output [ {{ name: "B" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+"""
+
+
+def _fail(inputs):
+    raise RuntimeError("boom")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    for name, versions in (("twice", (1, 2)), ("failing", (1,))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.pbtxt").write_text(CONFIG.format(name=name))
+        for version in versions:
+            (tmp_path / name / str(version)).mkdir()
+    (tmp_path / "twice" / "config.pbtxt").write_text(
+        CONFIG.format(name="twice") + "version_policy: { all: {} }\n"
+    )
+    function_model("twice", lambda inputs: {"B": inputs["A"] * 2})
+    function_model("failing", _fail)
+    return tmp_path
+
+
+def _request(model: str, rows: int = 1, version: str = "") -> InferenceRequest:
+    array = np.ones((rows, 2), dtype=np.float32)
+    return InferenceRequest(model, [Tensor("A", "FP32", array.shape, array)], model_version=version)
+
+
+async def test_statistics_count_requests_and_executions(repo):
+    settings = Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
+                        grpc_port=free_port(), plugins=("python",))  # fmt: skip
+    async with InProcessServer(settings, [FunctionBackendPlugin]) as server:
+        dataplane = server.context.dataplane
+        await dataplane.infer(_request("twice", rows=3, version="2"))
+        await dataplane.infer(_request("twice", version="2"))
+        with pytest.raises(ModelExecutionError):
+            await dataplane.infer(_request("failing"))
+
+        (v2,) = dataplane.statistics("twice", "2")
+        data = v2.to_json()
+        assert (data["name"], data["version"]) == ("twice", "2")
+        assert data["inference_count"] == 2 and data["execution_count"] == 2
+        stats = data["inference_stats"]
+        assert stats["success"]["count"] == 2 and stats["success"]["ns"] > 0
+        assert stats["queue"]["count"] == 2
+        assert stats["compute_infer"]["count"] == 2 and stats["compute_infer"]["ns"] > 0
+        assert stats["compute_input"]["count"] == stats["compute_output"]["count"] == 2
+        assert [b["batch_size"] for b in data["batch_stats"]] == [1]  # one request per execution
+
+        assert [s.version for s in dataplane.statistics("twice")] == ["1", "2"]
+        names = {s.name for s in dataplane.statistics()}
+        assert names == {"twice", "failing"}
+        (failing,) = dataplane.statistics("failing")
+        assert failing.to_json()["inference_stats"]["fail"]["count"] == 1
+        with pytest.raises(ModelNotFound):
+            dataplane.statistics("nope")
+        with pytest.raises(ModelNotFound):
+            dataplane.statistics("twice", "7")
+
+
+def test_to_json_has_every_key_perf_analyzer_reads():
+    data = ModelStats("m", "1").to_json()
+    assert set(data) >= {"name", "version", "last_inference", "inference_count", "execution_count",
+                         "inference_stats", "batch_stats", "memory_usage", "response_stats"}  # fmt: skip
+    for key in ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output",
+                "cache_hit", "cache_miss"):  # fmt: skip
+        assert data["inference_stats"][key] == {"count": 0, "ns": 0}
