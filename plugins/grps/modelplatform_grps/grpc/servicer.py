@@ -36,6 +36,8 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
                 return success(to_message(response, Payload.of(request).kind))
         except ModelPlatformError as error:
             return from_error(error)
+        except Exception as error:  # noqa: BLE001 - answered in-band, as grps does
+            return failure(500, f"internal error: {type(error).__name__}: {error}")
 
     async def PredictStreaming(
         self, request: GrpsMessage, context: grpc.aio.ServicerContext
