@@ -213,7 +213,7 @@ class ModelManager:
 
     def index(self, ready_only: bool = False) -> list[IndexEntry]:
         """Models on disk and loaded, Triton style: never-loaded ones carry only a name."""
-        names = set(repository.scan(self.root)) | set(self._models)
+        names = set(repository.model_names(self.root)) | set(self._models)
         entries: list[IndexEntry] = []
         for name in sorted(names):
             model = self._models.get(name)

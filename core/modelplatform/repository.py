@@ -41,6 +41,13 @@ def scan(root: Path) -> dict[str, ModelEntry]:
     return entries
 
 
+def model_names(root: Path) -> list[str]:
+    """The model folders under ``root``, without reading them (the index calls this often)."""
+    if not root.is_dir():
+        return []
+    return sorted(c.name for c in root.iterdir() if c.is_dir() and not c.name.startswith("."))
+
+
 def read_model(model_dir: Path) -> ModelEntry:
     versions = []
     for child in sorted(model_dir.iterdir()):
