@@ -53,6 +53,7 @@ from modelplatform import (
     Tensor,
 )
 
+from .batching import join_inputs, split_outputs
 from .loader import forget_module, import_model_module
 from .outputs import to_tensors
 from .triton import TritonModelRunner
@@ -99,7 +100,26 @@ class PythonBackend(Backend):
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         if self._triton is not None:
             return await self._triton.execute(batch)
+        if len(batch) > 1 and self.config.batching and not self._streams:
+            joined = await self._execute_joined(batch)
+            if joined is not None:
+                return joined
         return [await self._execute_one(request) for request in batch]
+
+    async def _execute_joined(self, batch: Sequence[InferenceRequest]) -> ExecuteResult | None:
+        """One infer() call for the whole batch; None means run them one by one.
+
+        Falling back on any failure keeps Triton's contract: a bad request fails
+        alone instead of failing the batch it was grouped into.
+        """
+        try:
+            inputs, rows = join_inputs(batch)
+            shares = split_outputs(await self._infer(inputs), rows)
+            if shares is None:
+                return None
+            return [self._response(r, share) for r, share in zip(batch, shares)]
+        except Exception:  # noqa: BLE001 - retried per request below
+            return None
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]
         if not self._streams:
