@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import structlog
 
 from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
@@ -20,6 +22,8 @@ from .model_config import ModelConfig, TensorSpec
 from .models import ModelManager, ModelVersion
 from .stats import ModelStats
 from .validation import validate_request
+
+log = structlog.get_logger("modelplatform.dataplane")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +108,9 @@ class DataPlane:
         model = self.models.get(request.model_name, request.model_version)
         stats = model.stats
         started = time.perf_counter_ns()
-        with model.request():
-            try:
-                validate_request(request, model.config)
-                response = await model.scheduler.submit(request)  # type: ignore[union-attr]
-            except ModelPlatformError:
-                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
-                raise
-            except Exception as error:
-                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
-                raise ModelExecutionError(request.model_name, error) from error
+        with model.request(), _failures_counted(request, stats, started):
+            validate_request(request, model.config)
+            response = await model.scheduler.submit(request)  # type: ignore[union-attr]
         stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
@@ -126,20 +123,44 @@ class DataPlane:
         model = self.models.get(request.model_name, request.model_version)
         stats = model.stats
         started = time.perf_counter_ns()
-        with model.request():
-            try:
-                validate_request(request, model.config)
-                # aclosing: a consumer that stops early stops the backend now, not at GC.
-                async with contextlib.aclosing(model.instances[0].stream(request)) as responses:
-                    async for response in responses:
-                        yield _finish(response, request, model)
-            except ModelPlatformError:
-                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
-                raise
-            except Exception as error:
-                stats.record_failure(time.perf_counter_ns() - started)  # type: ignore[union-attr]
-                raise ModelExecutionError(request.model_name, error) from error
-        stats.record_success(time.perf_counter_ns() - started, 0)  # type: ignore[union-attr]
+        with model.request(), _failures_counted(request, stats, started):
+            validate_request(request, model.config)
+            # aclosing: a consumer that stops early stops the backend now, not at GC.
+            async with contextlib.aclosing(model.instances[0].stream(request)) as responses:
+                async for response in responses:
+                    yield _finish(response, request, model)
+        stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def _failures_counted(
+    request: InferenceRequest, stats: ModelStats | None, started: int
+) -> Iterator[None]:
+    """Count and log a failed request; anything not ours becomes ModelExecutionError."""
+    try:
+        yield
+    except ModelPlatformError as error:
+        _record_failure(request, stats, started, error)
+        raise
+    except Exception as error:
+        failure = ModelExecutionError(request.model_name, error)
+        _record_failure(request, stats, started, failure)
+        raise failure from error
+
+
+def _record_failure(
+    request: InferenceRequest, stats: ModelStats | None, started: int, error: ModelPlatformError
+) -> None:
+    if stats is not None:
+        stats.record_failure(time.perf_counter_ns() - started)
+    # Messages name tensors and shapes, never their contents.
+    log.info(
+        "request_failed",
+        model=request.model_name,
+        version=request.model_version,
+        code=error.code.value,
+        error=error.message,
+    )
 
 
 def _finish(
