@@ -241,6 +241,7 @@ class ModelManager:
         (start-up models); otherwise it counts once it has loaded.
         """
         override = override or LoadOverride()
+        _check_name(name)
         model = self._models.get(name)
         if model is None:
             if override.model_dir is None and not (self.root / name).is_dir():
@@ -253,6 +254,7 @@ class ModelManager:
             raise InvalidArgument(f"failed to load '{name}': {reason}")
 
     async def unload(self, name: str) -> None:
+        _check_name(name)
         model = self._models.get(name)
         if model is None:
             if (self.root / name).is_dir():
@@ -423,6 +425,12 @@ class ModelManager:
             except Exception as error:  # noqa: BLE001 - unload must reach every instance
                 log.error("model_unload_failed", model=mv.name, reason=_reason(error))
         mv.instances.clear()
+
+
+def _check_name(name: str) -> None:
+    """A model name is one folder name: nothing that could reach outside the repository."""
+    if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+        raise InvalidArgument(f"'{name}' is not a valid model name")
 
 
 def _index_entries(model: _Model) -> list[IndexEntry]:

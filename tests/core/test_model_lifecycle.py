@@ -298,3 +298,12 @@ async def test_poll_loads_only_settled_folders_and_unloads_removed_ones(repo, tm
         await poller.poll_once()
         states = {(e.name, e.state) for e in models.index()}
         assert ("new", ModelState.UNAVAILABLE.value) in states and models.is_ready("kept")
+
+
+@pytest.mark.parametrize("name", ["..", "../other", "a/b", ".hidden", "", "a\\b"])
+async def test_names_that_leave_the_repository_are_refused(repo, name):
+    async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
+        with pytest.raises(ModelPlatformError, match="not a valid model name"):
+            await server.context.models.load(name)
+        with pytest.raises(ModelPlatformError, match="not a valid model name"):
+            await server.context.models.unload(name)

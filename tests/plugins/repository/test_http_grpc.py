@@ -75,8 +75,24 @@ def test_repository_segment_and_methods(server, repo):
     assert status == 200
     status, error = post(server.http_url, "/v2/repository/elsewhere/models/echo/load", b"{}")
     assert status == 501 and "elsewhere" in error["error"]
+    status, error = post(server.http_url, "/v2/repository/models/%2E%2E/load", b"{}")
+    assert status in (400, 404), error
     status, error = post(server.http_url, "/v2/repository/index", None, method="GET")
     assert status == 405 and error == {"error": "Method Not Allowed"}
+
+
+@pytest.mark.parametrize(
+    ("action", "body", "fragment"),
+    [("load", b'{"parameters": {"config": 5}}', "'config' must be a string"),
+     ("load", b'{"parameters": []}', "'parameters' must be a JSON object"),
+     ("load", b'{"parameters": {"file:1/model.py": 7, "config": "{}"}}', "base64 string"),
+     ("unload", b'{"parameters": {"unload_dependents": "yes"}}', "must be a boolean"),
+     ("unload", b"[]", "must be a JSON object")],
+)
+def test_bad_load_and_unload_bodies_are_400(server, action, body, fragment):
+    status, error = post(server.http_url, f"/v2/repository/models/echo/{action}", body)
+    assert status == 400 and fragment in error["error"]
+    assert index(server.http_url)["echo"]["state"] == "READY"
 
 
 def test_tritonclient_http_unload_load_index(client):
@@ -171,6 +187,7 @@ def test_health_and_inference_answer_during_a_slow_load(server, client):
         assert infer(server.http_url, "echo", [1.0])[0] == 200
         timings.append(time.perf_counter() - started)
         time.sleep(0.02)
+    print(f"during a 1.5 s load: {len(timings)} calls, slowest {max(timings) * 1000:.1f} ms")
     assert len(timings) > 20 and max(timings) < 0.1, max(timings)
     assert index(server.http_url)["slow"]["state"] == "READY"
 
@@ -244,14 +261,20 @@ def test_tritonclient_grpc_index_load_unload(server):
         client.load_model("grpc_uploaded", config={config_json(factor="5")!r},
                           files={{"file:1/model.py": {MODEL_PY.encode()!r}}})
         try:
+            client.load_model("..")
+            traversal = None
+        except InferenceServerException as e:
+            traversal = e.status()
+        try:
             client.load_model("grpc_uploaded", files={{"file:1/model.py": b""}})
             error = None
         except InferenceServerException as e:
             error = [e.status(), e.message()]
         ready_only = client.get_model_repository_index(as_json=True)
-        result = [after_unload, ready, error, ready_only]
+        result = [after_unload, ready, error, ready_only, traversal]
     """)
-    after_unload, ready, error, ready_only = result
+    after_unload, ready, error, ready_only, traversal = result
+    assert traversal == "StatusCode.INVALID_ARGUMENT"
     assert {"name": "echo", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"} in after_unload
     assert ready is True
     assert error[0] == "StatusCode.INVALID_ARGUMENT" and "'config' is required" in error[1]
