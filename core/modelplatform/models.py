@@ -292,7 +292,7 @@ class ModelManager:
         model_dir = override.model_dir or self.root / model.name
         source: Source = (override.key, await asyncio.to_thread(repository.fingerprint, model_dir))
         if self._unchanged(model, source):
-            log.info("model_unchanged", model=model.name)
+            log.info("model_load_skipped", model=model.name, reason="unchanged and READY")
             return ""
         model.attempted = source
         try:

@@ -39,7 +39,8 @@ class RepositoryPoller:
 
     async def poll_once(self) -> None:
         current = await asyncio.to_thread(repository.snapshot, self.root)
-        stable = {n: fp for n, fp in current.items() if self._previous.get(n) == fp}
+        # Unchanged since the last scan, and not an empty folder that a copy has just created.
+        stable = {n: fp for n, fp in current.items() if fp and self._previous.get(n) == fp}
         self._previous = current
         changed = [n for n, fp in stable.items() if self.models.attempted_fingerprint(n) != fp]
         removed = [n for n in self.models.loaded_names() if n not in current]

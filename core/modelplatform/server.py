@@ -167,7 +167,7 @@ def start_polling(ctx: ServerContext) -> asyncio.Task[None] | None:
     if settings.model_control_mode != "poll" or settings.repository_poll_secs <= 0:
         return None
     poller = RepositoryPoller(ctx.models, settings.model_repository, settings.repository_poll_secs)
-    log.info("repository_polling", every_secs=settings.repository_poll_secs)
+    log.info("repository_polling_started", every_secs=settings.repository_poll_secs)
     return asyncio.ensure_future(poller.run())
 
 
