@@ -18,8 +18,8 @@ test-gpu: $(STAMP)
 	$(BIN)/pip install -q -r requirements/gpu.txt
 	$(BIN)/python -m pytest -m gpu $(PYTEST_ARGS)
 
-bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+bench: $(STAMP) perf-analyzer
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 # Regenerates the committed protobuf code (tests/core/test_protos.py fails when stale).
 protos: $(STAMP)

@@ -1,0 +1,165 @@
+"""The ceiling: canned-response servers measured with the same load generator.
+
+``python benchmarks/canned.py http PORT METADATA_DIR`` or ``... grpc PORT METADATA_DIR``.
+Both answer the calls perf_analyzer makes before measuring (server metadata,
+model metadata, model config) with bytes captured from the real server, and
+answer every inference by echoing the request's tensor data back under the
+model's output names (the bundled benchmark models have outputs shaped like
+their inputs), so the ceiling moves the same bytes as the server it bounds.
+Answers are cached per request shape: after the first request nothing is
+parsed, only the HTTP framing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import grpc
+import httptools
+import orjson
+
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+
+# ---------------------------------------------------------------- HTTP
+
+
+class CannedHttp(asyncio.Protocol):
+    def __init__(self, captured: dict[str, bytes], outputs: dict[str, list[str]]) -> None:
+        self.captured, self.outputs = captured, outputs
+        self.cache: dict[tuple[str, int, str], bytes] = {}
+        self.parser = httptools.HttpRequestParser(self)
+        self.url = b""
+        self.headers: dict[bytes, bytes] = {}
+        self.body: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed_data(data)
+
+    def on_message_begin(self) -> None:
+        self.url, self.headers, self.body = b"", {}, []
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.lower()] = value
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        path = self.url.decode()
+        if path.endswith("/infer"):
+            payload, headers = self._infer(path, b"".join(self.body))
+        else:
+            payload, headers = self.captured.get(path, b""), b"Content-Type: application/json\r\n"
+        status = b"200 OK" if payload or path.startswith("/v2/health") else b"404 Not Found"
+        self.transport.write(  # type: ignore[attr-defined]
+            b"HTTP/1.1 " + status + b"\r\n" + headers
+            + b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload
+        )
+
+    def _infer(self, path: str, body: bytes) -> tuple[bytes, bytes]:
+        header_length = int(self.headers.get(b"inference-header-content-length", len(body)))
+        key = (path, len(body), str(header_length))
+        if key not in self.cache:
+            self.cache[key] = self._response_header(path, body[:header_length])
+        header = self.cache[key]
+        binary = body[header_length:]
+        if not binary:
+            return header, b"Content-Type: application/json\r\n"
+        extra = b"Content-Type: application/octet-stream\r\nInference-Header-Content-Length: "
+        return header + binary, extra + str(len(header)).encode() + b"\r\n"
+
+    def _response_header(self, path: str, header: bytes) -> bytes:
+        model = path.split("/")[3]
+        request = orjson.loads(header)
+        outputs = []
+        for name, tensor in zip(self.outputs[model], request["inputs"]):
+            output = {"name": name, "datatype": tensor["datatype"], "shape": tensor["shape"]}
+            if "data" in tensor:
+                output["data"] = tensor["data"]
+            else:
+                output["parameters"] = {"binary_data_size": tensor["parameters"]["binary_data_size"]}
+            outputs.append(output)
+        return orjson.dumps({"model_name": model, "model_version": "1", "outputs": outputs})
+
+
+# ---------------------------------------------------------------- gRPC
+
+SERVICE = "inference.GRPCInferenceService"
+
+
+def grpc_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
+    def fixed(key: str, response_type):
+        message = response_type.FromString(captured[key]) if key in captured else response_type()
+
+        async def handler(request, context):
+            return message
+
+        return handler
+
+    async def metadata(request, context):
+        return pb.ModelMetadataResponse.FromString(captured[f"grpc-meta/{request.name}"])
+
+    async def config(request, context):
+        return pb.ModelConfigResponse.FromString(captured[f"grpc-config/{request.name}"])
+
+    async def infer(request: pb.ModelInferRequest, context):
+        response = pb.ModelInferResponse(model_name=request.model_name, model_version="1")
+        for name, tensor in zip(outputs[request.model_name], request.inputs):
+            response.outputs.add(name=name, datatype=tensor.datatype, shape=tensor.shape)
+        response.raw_output_contents.extend(request.raw_input_contents)
+        return response
+
+    def unary(fn, request_type, response_type):
+        return grpc.unary_unary_rpc_method_handler(
+            fn, request_deserializer=request_type.FromString, response_serializer=response_type.SerializeToString
+        )
+
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        "ServerLive": unary(fixed("live", pb.ServerLiveResponse), pb.ServerLiveRequest, pb.ServerLiveResponse),
+        "ServerReady": unary(fixed("ready", pb.ServerReadyResponse), pb.ServerReadyRequest, pb.ServerReadyResponse),
+        "ServerMetadata": unary(fixed("grpc-server", pb.ServerMetadataResponse), pb.ServerMetadataRequest, pb.ServerMetadataResponse),
+        "ModelMetadata": unary(metadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse),
+        "ModelConfig": unary(config, pb.ModelConfigRequest, pb.ModelConfigResponse),
+        "ModelInfer": unary(infer, pb.ModelInferRequest, pb.ModelInferResponse),
+    })
+
+
+# ---------------------------------------------------------------- main
+
+
+def load_captured(folder: Path) -> tuple[dict[str, bytes], dict[str, list[str]]]:
+    captured = {k: bytes.fromhex(v) for k, v in json.loads((folder / "captured.json").read_text()).items()}
+    outputs = json.loads((folder / "outputs.json").read_text())
+    return captured, outputs
+
+
+async def serve(kind: str, port: int, folder: Path) -> None:
+    captured, outputs = load_captured(folder)
+    if kind == "http":
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: CannedHttp(captured, outputs), "127.0.0.1", port)
+        print("canned_started", flush=True)
+        await server.serve_forever()
+    else:
+        options = [("grpc.max_receive_message_length", 2**31 - 1), ("grpc.max_send_message_length", 2**31 - 1)]
+        server = grpc.aio.server(options=options)
+        server.add_generic_rpc_handlers((grpc_handlers(captured, outputs),))
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        print("canned_started", flush=True)
+        await server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    import uvloop
+
+    uvloop.run(serve(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))

@@ -1,0 +1,188 @@
+"""`make bench`: perf_analyzer against `platform serve` and a canned-response ceiling.
+
+Every scenario is measured twice in the same run with the same load generator:
+against our server, and against a trivial server that answers with canned or
+echoed bytes (benchmarks/canned.py), the ceiling of what the load generator
+and loopback allow. The table prints both and our fraction of the ceiling.
+Each measurement is three 1-second windows, averaged (perf_analyzer's
+stability rule rarely converges on a busy 2-core machine).
+
+    make bench                      # everything (about 5 minutes)
+    make bench BENCH_ARGS="--only simple"
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from modelplatform.testing import ServerProcess, free_port
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+PERF_ANALYZER = ROOT / ".venv" / "perf_analyzer" / "perf_analyzer"
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Scenario:
+    label: str
+    model: str
+    transport: str  # http-json | http-binary | grpc
+    concurrency: int
+    shape: str = ""
+
+    def arguments(self, http: str, grpc_url: str) -> list[str]:
+        args = ["-m", self.model, "--concurrency-range", str(self.concurrency)]
+        if self.transport == "grpc":
+            args += ["-i", "grpc", "-u", grpc_url]
+        else:
+            args += ["-i", "http", "-u", http]
+        if self.transport == "http-json":
+            args += ["--input-tensor-format", "json", "--output-tensor-format", "json"]
+        if self.shape:
+            args += ["--shape", self.shape]
+        return args + ["--input-data", "zero"]
+
+
+def scenarios() -> list[Scenario]:
+    found = []
+    for transport in ("http-json", "http-binary", "grpc"):
+        for concurrency in (1, 8, 32):
+            found.append(Scenario(f"simple {transport} c{concurrency}", "simple", transport, concurrency))
+    for size in (1, 16):
+        shape = f"INPUT0:{size * MiB // 4}"
+        for transport in ("http-binary", "grpc"):
+            found.append(Scenario(f"identity_fp32 {size} MiB {transport} c1", "identity_fp32", transport, 1, shape))
+    for model in ("simple", "simple_batched", "sleep_2ms", "sleep_2ms_batched"):
+        found.append(Scenario(f"{model} http-binary c32", model, "http-binary", 32))
+    return found
+
+
+def bench_repository() -> Path:
+    """The bundled models plus `simple_batched`: `simple` with dynamic batching on."""
+    root = Path(tempfile.mkdtemp(prefix="bench-repo-"))
+    shutil.copytree(ROOT / "model_repository", root, dirs_exist_ok=True)
+    shutil.copytree(root / "simple", root / "simple_batched")
+    config = (root / "simple_batched" / "config.pbtxt").read_text().replace('name: "simple"', 'name: "simple_batched"')
+    (root / "simple_batched" / "config.pbtxt").write_text(config + "dynamic_batching { }\n")
+    return root
+
+
+def capture(server: ServerProcess, models: set[str], folder: Path) -> None:
+    """What the canned servers answer before inference: bytes from the real server."""
+    captured: dict[str, str] = {}
+    outputs: dict[str, list[str]] = {}
+    get = lambda path: urllib.request.urlopen(f"http://{server.http_url}{path}", timeout=10).read()  # noqa: E731
+    # The ceiling keeps no statistics, so it must not advertise them.
+    server_metadata = json.loads(get("/v2"))
+    server_metadata["extensions"] = [e for e in server_metadata["extensions"] if e != "statistics"]
+    captured["/v2"] = json.dumps(server_metadata).encode().hex()
+    channel = grpc.insecure_channel(server.grpc_url)
+    stub = pb_grpc.GRPCInferenceServiceStub(channel)
+    grpc_metadata = stub.ServerMetadata(pb.ServerMetadataRequest())
+    kept = [e for e in grpc_metadata.extensions if e != "statistics"]
+    del grpc_metadata.extensions[:]
+    grpc_metadata.extensions.extend(kept)
+    captured["grpc-server"] = grpc_metadata.SerializeToString().hex()
+    captured["live"] = pb.ServerLiveResponse(live=True).SerializeToString().hex()
+    captured["ready"] = pb.ServerReadyResponse(ready=True).SerializeToString().hex()
+    for model in models:
+        metadata = get(f"/v2/models/{model}")
+        captured[f"/v2/models/{model}"] = metadata.hex()
+        captured[f"/v2/models/{model}/config"] = get(f"/v2/models/{model}/config").hex()
+        grpc_meta = stub.ModelMetadata(pb.ModelMetadataRequest(name=model))
+        captured[f"grpc-meta/{model}"] = grpc_meta.SerializeToString().hex()
+        captured[f"grpc-config/{model}"] = stub.ModelConfig(pb.ModelConfigRequest(name=model)).SerializeToString().hex()
+        outputs[model] = [o["name"] for o in json.loads(metadata)["outputs"]]
+    channel.close()
+    (folder / "captured.json").write_text(json.dumps(captured))
+    (folder / "outputs.json").write_text(json.dumps(outputs))
+
+
+class Canned:
+    def __init__(self, kind: str, folder: Path) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("canned.py")), kind, str(self.port), str(folder)],
+            stdout=subprocess.PIPE, text=True,
+        )
+        assert self.process.stdout is not None
+        if self.process.stdout.readline().strip() != "canned_started":
+            raise RuntimeError(f"canned {kind} server did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def measure(scenario: Scenario, http: str, grpc_url: str) -> float:
+    """Inferences per second, or 0.0 when perf_analyzer failed (reported in the table)."""
+    with tempfile.NamedTemporaryFile(suffix=".csv") as report:
+        command = [str(PERF_ANALYZER), *scenario.arguments(http, grpc_url),
+                   "--measurement-interval", "1000", "--stability-percentage", "999",
+                   "--max-trials", "3", "-f", report.name]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return 0.0
+        if result.returncode != 0:
+            sys.stderr.write(f"{scenario.label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n")
+            return 0.0
+        rows = list(csv.DictReader(open(report.name)))
+    return float(rows[0]["Inferences/Second"]) if rows else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="", help="run scenarios whose label contains this text")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--server-args", default="", help="extra `platform serve` arguments")
+    args = parser.parse_args()
+    chosen = [s for s in scenarios() if args.only in s.label]
+    repository = bench_repository()
+    folder = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    results = []
+    with ServerProcess("--model-repository", str(repository), *args.server_args.split()) as server:
+        capture(server, {s.model for s in chosen}, folder)
+        canned = {"http": Canned("http", folder), "grpc": Canned("grpc", folder)}
+        try:
+            for scenario in chosen:
+                ours = measure(scenario, server.http_url, server.grpc_url)
+                ceiling = measure(scenario, f"127.0.0.1:{canned['http'].port}", f"127.0.0.1:{canned['grpc'].port}")
+                results.append({"scenario": scenario.label, "ours": ours, "ceiling": ceiling})
+                print_row(results[-1])
+        finally:
+            for server_process in canned.values():
+                server_process.stop()
+    shutil.rmtree(repository, ignore_errors=True)
+    print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+def print_row(row: dict) -> None:
+    print(f"measured {row['scenario']}: {row['ours']:.1f}/s (ceiling {row['ceiling']:.1f}/s)", file=sys.stderr, flush=True)
+
+
+def print_table(results: list[dict]) -> None:
+    print(f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} |")
+    print(f"|{'-' * 42}|{'-' * 14}|{'-' * 17}|{'-' * 10}|")
+    for row in results:
+        fraction = row["ours"] / row["ceiling"] if row["ceiling"] else 0.0
+        print(f"| {row['scenario']:40} | {row['ours']:12.1f} | {row['ceiling']:15.1f} | {fraction:8.2f} |")
+
+
+if __name__ == "__main__":
+    main()
