@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,26 +25,55 @@ class Scheduler(Protocol):
 
 
 class DirectScheduler:
+    """Idle instances in a list; requests finding none wait in FIFO order.
+
+    The common case (an idle instance) takes it without awaiting anything:
+    no queue object, no task, no future per request. A finished request hands
+    its instance straight to the oldest waiter still waiting.
+    """
+
     def __init__(self, instances: Sequence[Backend], stats: ModelStats) -> None:
-        self._idle: asyncio.Queue[tuple[int, Backend]] = asyncio.Queue()
-        for index, instance in enumerate(instances):
-            self._idle.put_nowait((index, instance))
+        self._idle: list[tuple[int, Backend]] = list(enumerate(instances))[::-1]
+        self._waiters: deque[asyncio.Future[tuple[int, Backend]]] = deque()
         self._stats = stats
 
     async def submit(self, request: InferenceRequest) -> InferenceResponse:
-        waited = time.perf_counter_ns()
-        index, instance = await self._idle.get()
-        self._stats.record_queue(time.perf_counter_ns() - waited)
+        if self._idle and not self._waiters:
+            index, instance = self._idle.pop()
+            self._stats.record_queue(0)
+        else:
+            index, instance = await self._wait_for_instance()
         try:
             started = time.perf_counter_ns()
             results = await instance.execute([request])
             self._stats.record_execution(1, time.perf_counter_ns() - started, index)
         finally:
-            self._idle.put_nowait((index, instance))
+            self._release(index, instance)
         return _single(results)
 
     async def close(self) -> None:
         return None
+
+    async def _wait_for_instance(self) -> tuple[int, Backend]:
+        waited = time.perf_counter_ns()
+        waiter: asyncio.Future[tuple[int, Backend]] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            chosen = await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release(*waiter.result())  # handed over just as the client left
+            raise
+        self._stats.record_queue(time.perf_counter_ns() - waited)
+        return chosen
+
+    def _release(self, index: int, instance: Backend) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result((index, instance))
+                return
+        self._idle.append((index, instance))
 
 
 def _single(results: Sequence[InferenceResponse | ModelPlatformError]) -> InferenceResponse:

@@ -18,8 +18,9 @@ Contract for ``<model>/<version>/model.py``::
 ``infer`` returns a dict of output name -> array (lists are converted; str
 elements of BYTES outputs become UTF-8). Outputs declared in the model's
 configuration are cast to their declared datatype. A synchronous ``infer``
-runs in a worker thread, off the event loop; an ``async def infer`` runs on
-the loop. ``infer`` may instead be a generator (sync or async) yielding
+runs on the instance's own worker thread, or inline on the event loop while
+its measured calls are cheap (calls.py); an ``async def infer`` runs on the
+loop. ``infer`` may instead be a generator (sync or async) yielding
 several dicts: such a model streams (grps streaming); over unary protocols
 its last yield is the response. An exception raised by user code fails that
 request alone, with a clean error; the server keeps serving.
@@ -54,6 +55,7 @@ from modelplatform import (
 )
 
 from .batching import join_inputs, split_outputs
+from .calls import InstanceCaller
 from .loader import forget_module, import_model_module
 from .outputs import to_tensors
 from .triton import TritonModelRunner
@@ -70,12 +72,15 @@ class PythonBackend(Backend):
         self._module: Any = None
         self._model: Any = None
         self._streams = False
+        self._caller = InstanceCaller(f"{config.name}-{instance_index}")
 
     async def load(self) -> None:
         self._module = await asyncio.to_thread(import_model_module, self.version_dir)
         triton_class = getattr(self._module, "TritonPythonModel", None)
         if triton_class is not None:  # written for Triton's python backend (triton.py)
-            runner = TritonModelRunner(triton_class, self.config, self.version_dir, self.instance_index)
+            runner = TritonModelRunner(
+                triton_class, self.config, self.version_dir, self.instance_index, self._caller
+            )
             self._model = self._triton = runner  # unload() reaches its finalize()
             await runner.load()
             return
@@ -92,6 +97,7 @@ class PythonBackend(Backend):
         try:
             await _call(getattr(self._model, "unload", None))
         finally:
+            self._caller.close()
             self._model = None
             if self._module is not None:
                 forget_module(self._module)
@@ -152,7 +158,7 @@ class PythonBackend(Backend):
     async def _infer(self, inputs: dict[str, np.ndarray]) -> Any:
         if inspect.iscoroutinefunction(self._model.infer):
             return await self._model.infer(inputs)
-        return await asyncio.to_thread(self._model.infer, inputs)
+        return await self._caller.call(self._model.infer, inputs)
 
     async def _iterate(self, request: InferenceRequest) -> AsyncIterator[Any]:
         produced = self._model.infer(request.arrays())

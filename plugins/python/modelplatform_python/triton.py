@@ -35,6 +35,7 @@ from modelplatform import (
 )
 
 from . import triton_utils as pb
+from .calls import InstanceCaller
 from .outputs import to_tensors
 
 _ERRORS: dict[int, type[ModelPlatformError]] = {
@@ -50,8 +51,11 @@ _ERRORS: dict[int, type[ModelPlatformError]] = {
 class TritonModelRunner:
     """Stands in for a ``Model`` object: the python backend delegates to it."""
 
-    def __init__(self, model_class: type, config: ModelConfig, version_dir: Path, instance: int) -> None:
+    def __init__(
+        self, model_class: type, config: ModelConfig, version_dir: Path, instance: int, caller: InstanceCaller
+    ) -> None:
         self._class = model_class
+        self._caller = caller
         self._config = config
         self._version_dir = version_dir
         self._instance = instance
@@ -84,7 +88,11 @@ class TritonModelRunner:
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         requests = [_pb_request(r) for r in batch]
         try:
-            responses = await _run(self._model.execute, requests)
+            execute = self._model.execute
+            if inspect.iscoroutinefunction(execute):
+                responses = await execute(requests)
+            else:
+                responses = await self._caller.call(execute, requests)
         except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
             return [ModelExecutionError(self._config.name, error) for _ in batch]
         if not isinstance(responses, (list, tuple)) or len(responses) != len(batch):

@@ -1,0 +1,80 @@
+"""Where a model instance's synchronous calls run: inline when cheap, else on its thread.
+
+Handing a call to a worker thread costs the event loop tens of microseconds
+(a future, a wake-up, a GIL hand-over both ways), several times what a tiny
+model such as ``simple`` spends computing. So every instance measures the
+wall time of its calls (an exponential moving average) and runs them inline
+on the loop while that average stays within ``INLINE_BUDGET_NS``; above it,
+calls go to the instance's own worker thread, so a slow model never stalls
+the loop for more than the one call that revealed it is slow. The first
+calls always run on the thread: a model is not trusted to be cheap until
+measured. Wall time (not CPU time) is measured on purpose: a model that
+sleeps or waits on I/O must not look cheap.
+
+Each instance has exactly one thread, so with ``instance_group { count: N }``
+N instances run N calls at once; they overlap in practice only where the
+model's code releases the GIL (numpy on large arrays, I/O, native
+libraries), see docs/backends/python.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Calls whose average wall time is at most this run inline on the event loop.
+INLINE_BUDGET_NS = 100_000
+#: Weight of the newest call in the moving average (1/8: a burst of slow calls
+#: moves it past the budget at once, a single fast call does not pull it back).
+_WEIGHT = 0.125
+#: Calls measured on the thread before a model may be run inline.
+_PROBES = 4
+
+
+class InstanceCaller:
+    """Runs one model instance's synchronous calls, inline or on its own thread."""
+
+    def __init__(self, name: str, budget_ns: int = INLINE_BUDGET_NS) -> None:
+        self._name = name
+        self._budget_ns = budget_ns
+        self._average_ns = float("inf")
+        self._probes = 0
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def inline(self) -> bool:
+        """Whether the next call runs on the event loop."""
+        return self._probes >= _PROBES and self._average_ns <= self._budget_ns
+
+    async def call(self, function: Callable[..., T], *args: Any) -> T:
+        if self.inline:
+            return self._timed(function, *args)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix=self._name)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._timed, function, *args)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def _timed(self, function: Callable[..., T], *args: Any) -> T:
+        started = time.perf_counter_ns()
+        try:
+            return function(*args)
+        finally:
+            self._observe(time.perf_counter_ns() - started)
+
+    def _observe(self, elapsed_ns: int) -> None:
+        if self._probes < _PROBES:
+            self._probes += 1
+            first = self._average_ns == float("inf")
+            self._average_ns = elapsed_ns if first else max(self._average_ns, elapsed_ns)
+            return
+        self._average_ns += _WEIGHT * (elapsed_ns - self._average_ns)
