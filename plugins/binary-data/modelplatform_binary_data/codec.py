@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import orjson
 
 from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, ModelConfig, Tensor
-from modelplatform_oip.raw import raw_bytes
+from modelplatform_oip.raw import raw_view
 from modelplatform_oip.rest.codec import BINARY_CODEC, EncodedResponse, Limits, RestCodec
 from modelplatform_oip.rest.json_codec import (
     json_output,
@@ -35,7 +35,7 @@ class BinaryCodec(RestCodec):
 
     def decode(
         self,
-        body: bytes,
+        body: bytes | bytearray,
         header_length: int,
         model: str,
         version: str,
@@ -63,10 +63,10 @@ class BinaryCodec(RestCodec):
             if "binary_data" in o.parameters
         }
         outputs: list[dict[str, Any]] = []
-        blobs: list[bytes] = []
+        blobs: list[bytes | memoryview] = []
         for tensor in response.outputs:
             if _is_true(chosen.get(tensor.name, default)):
-                blobs.append(raw_bytes(tensor))
+                blobs.append(raw_view(tensor))
                 outputs.append(_binary_output(tensor, len(blobs[-1])))
             else:
                 outputs.append(_json_output(tensor))
@@ -74,7 +74,8 @@ class BinaryCodec(RestCodec):
         if not blobs:
             return EncodedResponse(header, "application/json", {})
         headers = {HEADER: str(len(header))}
-        return EncodedResponse(b"".join([header, *blobs]), "application/octet-stream", headers)
+        # Parts, not a joined body: large outputs reach the socket as views (no copy).
+        return EncodedResponse([header, *blobs], "application/octet-stream", headers)
 
 
 def _binary_output(tensor: Tensor, size: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from modelplatform import (
+    DATATYPES,
     InvalidArgument,
     Tensor,
     decode_bytes,
@@ -35,9 +36,40 @@ def raw_array(
         raise InvalidArgument(f"input '{name}': {error.message}") from None
 
 
-def raw_bytes(tensor: Tensor) -> bytes:
-    """The raw form of an output tensor."""
+#: Below this size copying is cheaper than looking for a buffer to share.
+_SHARE_FROM_BYTES = 64 * 1024
+_LITTLE_ENDIAN = {name: numpy_dtype(name).newbyteorder("<") for name in DATATYPES if name != "BYTES"}
+
+
+def raw_view(tensor: Tensor) -> bytes | memoryview:
+    """The raw form of an output tensor, as a view over its array where one will do.
+
+    An array that is already contiguous little-endian of its datatype is not
+    copied: its own memory (or the request buffer it views) is returned.
+    """
     if tensor.datatype == "BYTES":
         return encode_bytes(tensor.data)
-    dtype = numpy_dtype(tensor.datatype).newbyteorder("<")
-    return np.ascontiguousarray(tensor.data, dtype=dtype).tobytes()
+    array = np.ascontiguousarray(tensor.data, dtype=_LITTLE_ENDIAN[tensor.datatype])
+    if array.nbytes < _SHARE_FROM_BYTES:
+        return array.tobytes()
+    whole = _whole_bytes(array)
+    if whole is not None:
+        return whole
+    return memoryview(array.reshape(-1).view(np.uint8))
+
+
+def raw_bytes(tensor: Tensor) -> bytes:
+    """The raw form as ``bytes`` (what protobuf fields take): copied only when it must be."""
+    view = raw_view(tensor)
+    return view if isinstance(view, bytes) else bytes(view)
+
+
+def _whole_bytes(array: np.ndarray) -> bytes | None:
+    """The bytes object ``array`` spans exactly (e.g. a gRPC request's raw input), if any."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if not isinstance(base, bytes) or len(base) != array.nbytes:
+        return None
+    start = np.frombuffer(base, np.uint8, count=1).ctypes.data
+    return base if start == array.ctypes.data else None

@@ -118,11 +118,11 @@ def test_outputs_binary_by_request_parameter_with_per_output_override():
     assert codec.wants_response(request)
     encoded = codec.encode(_response(), request)
     length = int(encoded.headers["Inference-Header-Content-Length"])
-    header = json.loads(encoded.body[:length])
+    header = json.loads(encoded.joined()[:length])
     a, b = header["outputs"]
     assert "parameters" not in a and a["data"] == [0, 1, 2]  # JSON outputs carry no parameters
     assert b["parameters"] == {"binary_data_size": 6}
-    assert encoded.body[length:] == struct.pack("<I", 2) + b"x\xff"
+    assert encoded.joined()[length:] == struct.pack("<I", 2) + b"x\xff"
     assert encoded.content_type == "application/octet-stream"
 
 

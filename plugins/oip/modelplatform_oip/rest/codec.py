@@ -31,9 +31,24 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class EncodedResponse:
-    body: bytes
+    """An encoded body: one bytes object, or parts written in order (no join).
+
+    Parts let large binary outputs go to the socket as views over the
+    output arrays instead of being copied into one body.
+    """
+
+    body: bytes | list[bytes | memoryview]
     content_type: str
     headers: dict[str, str]
+
+    @property
+    def size(self) -> int:
+        if isinstance(self.body, list):
+            return sum(len(part) for part in self.body)
+        return len(self.body)
+
+    def joined(self) -> bytes:
+        return b"".join(self.body) if isinstance(self.body, list) else self.body
 
 
 class RestCodec(Codec):
@@ -43,7 +58,7 @@ class RestCodec(Codec):
 
     def decode(
         self,
-        body: bytes,
+        body: bytes | bytearray,
         header_length: int,
         model: str,
         version: str,

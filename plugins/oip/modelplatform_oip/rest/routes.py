@@ -24,6 +24,7 @@ from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 from .status import http_status
+from .transfer import STREAM_FROM_BYTES, read_body, send_parts
 
 MODEL = "/v2/models/<model:str>"
 VERSIONED = "/v2/models/<model:str>/versions/<version:int>"
@@ -80,8 +81,10 @@ class OipRoutes:
         return _json(self.dataplane.model_config(model, _v(version)).to_json())
 
     async def infer(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
-        body = decoded_body(request.body, request.headers.get("content-encoding"), self.max_body)
-        header_length = request.headers.get(HEADER_LENGTH)
+        headers = request.headers
+        raw = await read_body(request, self.max_body)
+        body = decoded_body(raw, headers.get("content-encoding"), self.max_body)
+        header_length = headers.get(HEADER_LENGTH)
         if header_length is None:
             inference = parse_request(load_json(body), model, _v(version), self.limits)
         else:
@@ -91,11 +94,15 @@ class OipRoutes:
             encoded = self.binary.encode(response, inference)
         else:
             encoded = encode_json(response)
-        body, headers = encoded.body, encoded.headers
-        encoding = response_encoding(request.headers.get("accept-encoding"))
+        accept = headers.get("accept-encoding")
+        encoding = response_encoding(accept) if accept else None
+        if encoding is None and encoded.size >= STREAM_FROM_BYTES:
+            return await send_parts(request, encoded)
+        payload = encoded.joined()
+        extra = encoded.headers
         if encoding is not None:
-            body, headers = compress(body, encoding), {**headers, "Content-Encoding": encoding}
-        return HTTPResponse(body, headers=headers, content_type=encoded.content_type)
+            payload, extra = compress(payload, encoding), {**extra, "Content-Encoding": encoding}
+        return HTTPResponse(payload, headers=extra or None, content_type=encoded.content_type)
 
     async def statistics(
         self, request: Request, model: str = "", version: int | None = None
@@ -103,7 +110,7 @@ class OipRoutes:
         stats = self.dataplane.statistics(model, _v(version))
         return _json({"model_stats": [s.to_json() for s in stats]})
 
-    def _decode_binary(self, body: bytes, header_length: str, model: str, version: str) -> Any:
+    def _decode_binary(self, body: bytes | bytearray, header_length: str, model: str, version: str) -> Any:
         if self.binary is None:
             raise InvalidArgument(
                 f"'{HEADER_LENGTH}' was sent but the binary tensor data extension is not enabled"
@@ -126,6 +133,15 @@ async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse
     return json_error(error.message, http_status(error))
 
 
+def _function(method: Any) -> Any:
+    """A plain function around a bound method (Sanic marks streaming handlers by attribute)."""
+
+    async def handler(request: Request, model: str, version: int | None = None) -> HTTPResponse:
+        return await method(request, model, version)
+
+    return handler
+
+
 def build_blueprint(context: ServerContext) -> Blueprint:
     routes = OipRoutes(context)
     bp = Blueprint(DIALECT)
@@ -139,6 +155,9 @@ def build_blueprint(context: ServerContext) -> Blueprint:
         bp.add_route(routes.model_ready, f"{prefix}/ready", methods=["GET"], name=f"model_ready{suffix}")
         bp.add_route(routes.model_config, f"{prefix}/config", methods=["GET"], name=f"model_config{suffix}")
         bp.add_route(routes.statistics, f"{prefix}/stats", methods=["GET"], name=f"statistics{suffix}")
-        bp.add_route(routes.infer, f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}")
+        # Streamed: the body is read into one buffer of its Content-Length (transfer.py).
+        bp.add_route(
+            _function(routes.infer), f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}", stream=True
+        )
     bp.exception(ModelPlatformError)(_on_error)
     return bp
