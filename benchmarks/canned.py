@@ -1,6 +1,7 @@
 """The ceiling: canned-response servers measured with the same load generator.
 
-``python benchmarks/canned.py http PORT METADATA_DIR`` or ``... grpc PORT METADATA_DIR``.
+``python benchmarks/canned.py KIND PORT METADATA_DIR`` with KIND ``http``, ``grpc``
+(grpc.aio) or ``grpc-sync`` (grpcio's thread-pool server).
 Both answer the calls perf_analyzer makes before measuring (server metadata,
 model metadata, model config) with bytes captured from the real server, and
 answer every inference by echoing the request's tensor data back under the
@@ -96,7 +97,9 @@ class CannedHttp(asyncio.Protocol):
 SERVICE = "inference.GRPCInferenceService"
 
 
-def grpc_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
+def grpc_handlers(
+    captured: dict[str, bytes], outputs: dict[str, list[str]], asynchronous: bool = True
+) -> grpc.GenericRpcHandler:
     def fixed(key: str, response_type):
         message = response_type.FromString(captured[key]) if key in captured else response_type()
 
@@ -111,14 +114,19 @@ def grpc_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> 
     async def config(request, context):
         return pb.ModelConfigResponse.FromString(captured[f"grpc-config/{request.name}"])
 
-    async def infer(request: pb.ModelInferRequest, context):
+    def answer(request: pb.ModelInferRequest) -> pb.ModelInferResponse:
         response = pb.ModelInferResponse(model_name=request.model_name, model_version="1")
         for name, tensor in zip(outputs[request.model_name], request.inputs):
             response.outputs.add(name=name, datatype=tensor.datatype, shape=tensor.shape)
         response.raw_output_contents.extend(request.raw_input_contents)
         return response
 
+    async def infer(request: pb.ModelInferRequest, context):
+        return answer(request)
+
     def unary(fn, request_type, response_type):
+        if not asynchronous:  # the sync server calls plain functions on its thread pool
+            fn = _synchronous(fn)
         return grpc.unary_unary_rpc_method_handler(
             fn, request_deserializer=request_type.FromString, response_serializer=response_type.SerializeToString
         )
@@ -133,7 +141,36 @@ def grpc_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> 
     })
 
 
+def _synchronous(handler):
+    """A coroutine handler as a plain function (its body never awaits)."""
+
+    def call(request, context):
+        coroutine = handler(request, context)
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        raise RuntimeError("canned handlers must not await")
+
+    return call
+
+
+def serve_grpc_sync(port: int, folder: Path) -> None:
+    """grpcio's thread-pool server: the other ceiling for gRPC (whichever is faster counts)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    captured, outputs = load_captured(folder)
+    server = grpc.server(ThreadPoolExecutor(max_workers=16), options=_GRPC_OPTIONS)
+    server.add_generic_rpc_handlers((grpc_handlers(captured, outputs, asynchronous=False),))
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    print("canned_started", flush=True)
+    server.wait_for_termination()
+
+
 # ---------------------------------------------------------------- main
+
+_GRPC_OPTIONS = [("grpc.max_receive_message_length", 2**31 - 1), ("grpc.max_send_message_length", 2**31 - 1)]
 
 
 def load_captured(folder: Path) -> tuple[dict[str, bytes], dict[str, list[str]]]:
@@ -150,8 +187,7 @@ async def serve(kind: str, port: int, folder: Path) -> None:
         print("canned_started", flush=True)
         await server.serve_forever()
     else:
-        options = [("grpc.max_receive_message_length", 2**31 - 1), ("grpc.max_send_message_length", 2**31 - 1)]
-        server = grpc.aio.server(options=options)
+        server = grpc.aio.server(options=_GRPC_OPTIONS)
         server.add_generic_rpc_handlers((grpc_handlers(captured, outputs),))
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
@@ -160,6 +196,9 @@ async def serve(kind: str, port: int, folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    import uvloop
+    if sys.argv[1] == "grpc-sync":
+        serve_grpc_sync(int(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        import uvloop
 
-    uvloop.run(serve(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))
+        uvloop.run(serve(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))
