@@ -80,6 +80,9 @@ def serve(
     max_request_bytes: Annotated[Optional[int], typer.Option(help="Largest request body.")] = None,
     max_tensor_elements: Annotated[Optional[int], typer.Option(help="Largest tensor element count.")] = None,
     max_bytes_element: Annotated[Optional[int], typer.Option(help="Largest BYTES element.")] = None,
+    workers: Annotated[
+        Optional[int], typer.Option(help="Server processes sharing the ports (SO_REUSEPORT).")
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -100,6 +103,7 @@ def serve(
         "max_request_bytes": max_request_bytes,
         "max_tensor_elements": max_tensor_elements,
         "max_bytes_element": max_bytes_element,
+        "workers": workers,
     }
     settings = _settings(config, overrides)
     configure(settings.log_verbose, settings.log_format)

@@ -36,12 +36,13 @@ class GrpcService:
     extensions: tuple[str, ...] = ()
 
 
-def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
+def server_options(max_message_bytes: int, reuse_port: bool = False) -> list[tuple[str, int]]:
+    """Port sharing only for ``--workers N``: a lone server must not silently share its port."""
     limit = INT32_MAX if max_message_bytes < 0 else max_message_bytes
     return [
         ("grpc.max_receive_message_length", limit),
         ("grpc.max_send_message_length", limit),
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", int(reuse_port)),
     ]
 
 
@@ -50,7 +51,8 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
     if not context.grpc_services:
         return None
     settings = context.settings
-    server = grpc.aio.server(options=server_options(settings.grpc_max_message_bytes))
+    options = server_options(settings.grpc_max_message_bytes, settings.workers > 1)
+    server = grpc.aio.server(options=options)
     for service in context.grpc_services:
         service.add_to_server(server, context)
     address = f"{settings.host}:{settings.grpc_port}"

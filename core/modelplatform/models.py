@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -76,14 +76,22 @@ class ModelVersion:
     @contextlib.contextmanager
     def request(self) -> Iterator[ModelVersion]:
         """Count a request in flight so an unload waits for it to finish."""
-        self.in_flight += 1
-        self._drained.clear()
+        self.enter()
         try:
             yield self
         finally:
-            self.in_flight -= 1
-            if self.in_flight == 0:
-                self._drained.set()
+            self.leave()
+
+    def enter(self) -> None:
+        """Count a request in flight (``request()`` without the context manager)."""
+        if not self.in_flight:
+            self._drained.clear()
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._drained.set()
 
     async def drain(self) -> None:
         if self.in_flight:
@@ -144,6 +152,16 @@ class _Model:
         return any(v.ready for v in self.versions.values())
 
 
+class Replicator(Protocol):
+    """Applies a model operation on sibling worker processes (cluster.Member)."""
+
+    async def sibling_copies(self, override: LoadOverride) -> list[Path]: ...
+
+    async def replicate(
+        self, operation: str, name: str, override: LoadOverride | None, copies: list[Path]
+    ) -> None: ...
+
+
 class ModelManager:
     def __init__(
         self, root: Path, backends: BackendRegistry, strict_readiness: bool = True
@@ -152,6 +170,8 @@ class ModelManager:
         self.strict_readiness = strict_readiness
         self._backends = backends
         self._models: dict[str, _Model] = {}
+        #: Set by cluster.Member under ``--workers N``: relays loads/unloads to siblings.
+        self.replicator: Replicator | None = None
 
     # ---- queries (request path: dict lookups only) ----
 
@@ -233,15 +253,35 @@ class ModelManager:
     # ---- lifecycle ----
 
     async def load(
-        self, name: str, override: LoadOverride | None = None, *, required: bool = False
+        self,
+        name: str,
+        override: LoadOverride | None = None,
+        *,
+        required: bool = False,
+        replicate: bool = True,
     ) -> None:
         """Load (or reload) a model; raises with the reason if it does not load.
 
         ``required`` counts the model in strict readiness even if it fails
-        (start-up models); otherwise it counts once it has loaded.
+        (start-up models); otherwise it counts once it has loaded. With
+        ``--workers N`` the load is then applied by every sibling worker too
+        (cluster.py) unless ``replicate`` is false.
         """
         override = override or LoadOverride()
         _check_name(name)
+        replicator = self.replicator if replicate else None
+        copies = await replicator.sibling_copies(override) if replicator else []
+        try:
+            await self._load_here(name, override, required)
+        except ModelPlatformError:
+            if replicator:
+                with contextlib.suppress(ModelPlatformError):
+                    await replicator.replicate("load", name, _given(override), copies)
+            raise
+        if replicator:
+            await replicator.replicate("load", name, _given(override), copies)
+
+    async def _load_here(self, name: str, override: LoadOverride, required: bool) -> None:
         model = self._models.get(name)
         if model is None:
             if override.model_dir is None and not (self.root / name).is_dir():
@@ -253,8 +293,13 @@ class ModelManager:
         if reason:
             raise InvalidArgument(f"failed to load '{name}': {reason}")
 
-    async def unload(self, name: str) -> None:
+    async def unload(self, name: str, *, replicate: bool = True) -> None:
         _check_name(name)
+        await self._unload_here(name)
+        if replicate and self.replicator:
+            await self.replicator.replicate("unload", name, None, [])
+
+    async def _unload_here(self, name: str) -> None:
         model = self._models.get(name)
         if model is None:
             if (self.root / name).is_dir():
@@ -264,7 +309,7 @@ class ModelManager:
 
     async def shutdown(self) -> None:
         await asyncio.gather(
-            *(self.unload(name) for name, m in self._models.items() if m.versions),
+            *(self.unload(name, replicate=False) for name, m in self._models.items() if m.versions),
             return_exceptions=True,
         )
 
@@ -425,6 +470,10 @@ class ModelManager:
             except Exception as error:  # noqa: BLE001 - unload must reach every instance
                 log.error("model_unload_failed", model=mv.name, reason=_reason(error))
         mv.instances.clear()
+
+
+def _given(override: LoadOverride) -> LoadOverride | None:
+    return override if override.config is not None or override.model_dir is not None else None
 
 
 def _check_name(name: str) -> None:

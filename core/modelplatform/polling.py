@@ -47,8 +47,8 @@ class RepositoryPoller:
         if changed or removed:
             log.info("repository_changed", load=changed, unload=removed)
         await asyncio.gather(
-            *(self._apply(self.models.load(n), n, "load") for n in changed),
-            *(self._apply(self.models.unload(n), n, "unload") for n in removed),
+            *(self._apply(self.models.load(n, replicate=False), n, "load") for n in changed),
+            *(self._apply(self.models.unload(n, replicate=False), n, "unload") for n in removed),
         )
 
     async def _apply(self, action: Awaitable[None], name: str, kind: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import signal
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ import grpc
 import structlog
 from sanic import Sanic
 
-from . import repository
+from . import cluster, repository
 from ._version import __version__
 from .backend import BackendRegistry
 from .codecs import CodecRegistry
@@ -27,6 +28,7 @@ from .dataplane import DataPlane
 from .errors import ModelPlatformError, PluginError
 from .grpc_server import GrpcService, start_grpc_server
 from .http_server import HttpDialect, create_app
+from .logging import configure
 from .models import ModelManager
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager
@@ -110,9 +112,11 @@ class RunningServer:
     async def _start_http(self) -> None:
         settings = self.context.settings
         self.app = create_app(self.context)
+        shared = settings.workers > 1
         self._http = await self.app.create_server(
-            host=settings.host,
-            port=settings.http_port,
+            host=None if shared else settings.host,
+            port=None if shared else settings.http_port,
+            sock=_shared_socket(settings.host, settings.http_port) if shared else None,
             return_asyncio_server=True,
             access_log=False,
         )
@@ -140,6 +144,18 @@ class RunningServer:
             await self._http.after_stop()
         await ctx.models.shutdown()
         log.info("server_stopped")
+
+
+def _shared_socket(host: str, port: int) -> socket.socket:
+    """A listening socket other workers bind too (SO_REUSEPORT: the kernel spreads connections)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
 
 
 async def _call_hooks(results: list[Any]) -> None:
@@ -175,24 +191,57 @@ def _repository_names(ctx: ServerContext) -> list[str]:
     return list(repository.scan(ctx.settings.model_repository))
 
 
-async def serve(settings: Settings) -> None:
-    """Run until SIGINT/SIGTERM."""
+async def serve(settings: Settings, worker: tuple[int, str] | None = None) -> None:
+    """Run until SIGINT/SIGTERM; ``worker`` (index, socket) joins a ``--workers`` cluster."""
     server = RunningServer(compose(settings))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    member = _member(server.context, worker)
+    if member is not None:
+        server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
     await server.start()
+    if member is not None and worker is not None:
+        await member.join(worker[1])
     try:
         await stop.wait()
     finally:
+        if member is not None:
+            await member.leave()
         await server.stop()
 
 
+def _member(ctx: ServerContext, worker: tuple[int, str] | None) -> cluster.Member | None:
+    if worker is None:
+        return None
+    dataplane = ctx.dataplane
+
+    def ready_here() -> bool:
+        others = dataplane.drain_reasons - {cluster.WAITING}
+        return dataplane.live and dataplane.accepting and not others and ctx.models.all_requested_ready()
+
+    return cluster.Member(worker[0], ctx.settings.workers, ctx.models, ready_here, dataplane.drain_reasons)
+
+
 def run(settings: Settings) -> None:
+    """Serve in this process, or supervise ``settings.workers`` worker processes."""
+    if settings.workers > 1:
+        supervisor = cluster.Supervisor(settings, run_worker)
+        raise SystemExit(_run_loop(supervisor.run()))
+    _run_loop(serve(settings))
+
+
+def run_worker(settings: Settings, index: int, path: str) -> None:
+    """A worker process of ``--workers N`` (started by the supervisor)."""
+    configure(settings.log_verbose, settings.log_format)
+    structlog.contextvars.bind_contextvars(worker=index)
+    _run_loop(serve(settings, (index, path)))
+
+
+def _run_loop(main: Any) -> Any:
     try:
         import uvloop
-
-        uvloop.run(serve(settings))
     except ImportError:
-        asyncio.run(serve(settings))
+        return asyncio.run(main)
+    return uvloop.run(main)

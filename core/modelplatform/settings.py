@@ -54,6 +54,8 @@ class Settings:
     #: gRPC message size limit; -1 lifts it (as Triton and tritonclient do).
     grpc_max_message_bytes: int = -1
     server_name: str = "modelplatform"
+    #: Server processes sharing the ports (SO_REUSEPORT); see cluster.py.
+    workers: int = 1
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -132,7 +134,7 @@ def _check(settings: Settings) -> None:
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
-    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element"):
+    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
 

@@ -1,0 +1,119 @@
+"""``platform serve --workers 2``: shared ports, relayed model operations, joint readiness.
+
+Every check opens fresh connections: SO_REUSEPORT spreads them over both
+workers, so a state held by one worker only shows up as a mix of answers.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from modelplatform.testing import ServerProcess
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
+
+from ..conftest import MODEL_REPOSITORY
+
+CONNECTIONS = 16
+
+#: Loads in the first worker that claims it; the second one fails (a per-worker difference).
+CLAIMED_ONCE = '''
+import os
+
+
+class Model:
+    def load(self, config, version_dir):
+        os.close(os.open(os.path.join(version_dir, "claimed"), os.O_CREAT | os.O_EXCL))
+
+    def infer(self, inputs):
+        return {"OUTPUT0": inputs["INPUT0"]}
+'''
+
+
+def request(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    """One request on its own new connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request(method, path, body=body)
+        reply = connection.getresponse()
+        return reply.status, reply.read()
+    finally:
+        connection.close()
+
+
+def statuses(port: int, path: str) -> set[int]:
+    return {request(port, "GET", path)[0] for _ in range(CONNECTIONS)}
+
+
+def wait_ready(server: ServerProcess, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if statuses(server.http_port, "/v2/health/ready") == {200}:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"workers never became ready:\n{server.log()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def workers():
+    args = ("--model-repository", str(MODEL_REPOSITORY), "--workers", "2", "--load-model", "simple")
+    with ServerProcess(*args) as server:
+        wait_ready(server)
+        yield server
+
+
+def test_both_workers_serve_the_shared_ports(workers):
+    counts = set()
+    for _ in range(CONNECTIONS):
+        assert request(workers.http_port, "POST", "/v2/models/simple/infer", simple_body())[0] == 200
+        _, stats = request(workers.http_port, "GET", "/v2/models/simple/stats")
+        counts.add(json.loads(stats)["model_stats"][0]["inference_count"])
+    # One process would count 1, 2, 3...: equal counts on different connections mean two counters.
+    assert len(counts) < CONNECTIONS
+    with grpc.insecure_channel(workers.grpc_url) as channel:
+        assert pb_grpc.GRPCInferenceServiceStub(channel).ServerReady(pb.ServerReadyRequest()).ready
+
+
+def test_load_and_unload_through_one_worker_reach_every_worker(workers):
+    status, body = request(workers.http_port, "POST", "/v2/repository/models/identity_fp32/load")
+    assert status == 200, body
+    assert statuses(workers.http_port, "/v2/models/identity_fp32/ready") == {200}
+    infer = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [2], "data": [1, 2]}]})
+    for _ in range(CONNECTIONS):
+        status, body = request(workers.http_port, "POST", "/v2/models/identity_fp32/infer", infer.encode())
+        assert status == 200 and json.loads(body)["outputs"][0]["data"] == [1.0, 2.0]
+    status, body = request(workers.http_port, "POST", "/v2/repository/models/identity_fp32/unload")
+    assert status == 200, body
+    assert statuses(workers.http_port, "/v2/models/identity_fp32/ready") == {400}
+
+
+def test_not_ready_while_any_worker_is_not(tmp_path: Path):
+    repository = tmp_path / "repo"
+    shutil.copytree(MODEL_REPOSITORY / "identity_fp32", repository / "once")
+    config = repository / "once" / "config.pbtxt"
+    config.write_text(config.read_text().replace('"identity_fp32"', '"once"'))
+    (repository / "once" / "1" / "model.py").write_text(CLAIMED_ONCE)
+    args = ("--model-repository", str(repository), "--workers", "2", "--load-model", "once")
+    with ServerProcess(*args) as server:
+        deadline = time.monotonic() + 60
+        while server.log().count("server_started") < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # readiness reports travel every 50 ms
+        # One worker has the model and would be ready alone; the server is not.
+        assert statuses(server.http_port, "/v2/models/once/ready") == {200, 400}
+        assert statuses(server.http_port, "/v2/health/ready") == {400}
+        status, body = request(server.http_port, "POST", "/v2/repository/models/once/unload")
+        assert status == 200, body
+        wait_ready(server)
+
+
+def simple_body() -> bytes:
+    tensor = {"datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+    return json.dumps({"inputs": [{"name": "INPUT0", **tensor}, {"name": "INPUT1", **tensor}]}).encode()
