@@ -97,4 +97,10 @@ class ModelStats:
                 for size, d in sorted(self.batches.items())
             ],
             "memory_usage": [],
+            # Not in Triton's shape (clients ignore unknown keys; gRPC drops it):
+            # executions per instance_group instance, to see them share the load.
+            "instance_stats": [
+                {"instance": index, "execution_count": count}
+                for index, count in sorted(self.instances.items())
+            ],
         }

@@ -84,7 +84,9 @@ class OipService:
     async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
         stats = self.dataplane.statistics(request.name, request.version)
         return json_format.ParseDict(
-            {"model_stats": [s.to_json() for s in stats]}, pb.ModelStatisticsResponse()
+            {"model_stats": [s.to_json() for s in stats]},
+            pb.ModelStatisticsResponse(),
+            ignore_unknown_fields=True,  # instance_stats has no field in Triton's proto
         )
 
     async def model_infer(
