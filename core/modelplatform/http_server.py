@@ -4,6 +4,11 @@ Each dialect renders its own errors through blueprint-scoped handlers; the
 handlers here cover what no dialect matched (404/405 as Triton answers them)
 and a body over ``max_request_bytes``, refused from its Content-Length
 before it is read.
+
+A route added with ``ctx_body_buffer=True`` (Sanic route context) receives a
+large body as one buffer of its Content-Length, filled as it arrives, instead
+of Sanic's list of 64 KiB chunks joined at the end (which holds the body
+twice): binary dialects then hand the model numpy views over that buffer.
 """
 
 from __future__ import annotations
@@ -11,12 +16,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
 from sanic import Blueprint, HTTPResponse, Request, Sanic
-from sanic.exceptions import MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
+from sanic.exceptions import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
 
 if TYPE_CHECKING:
     from .server import ServerContext
@@ -46,8 +51,46 @@ def json_error(message: str, status: int) -> HTTPResponse:
     )
 
 
+#: Bodies smaller than this are joined as Sanic does (one chunk: nothing to save).
+BUFFER_FROM_BYTES = 256 * 1024
+
+
+class BufferedRequest(Request):
+    """Sanic's request, reading large bodies of opted-in routes into one buffer."""
+
+    async def receive_body(self) -> None:
+        length = self.headers.get("content-length", "")
+        route = self.route
+        if (
+            self.body
+            or route is None
+            or not getattr(route.ctx, "body_buffer", False)
+            or not length.isdigit()
+            or int(length) < BUFFER_FROM_BYTES
+        ):
+            return await super().receive_body()
+        self.body = await _read_into(self.stream, int(length))  # type: ignore[assignment]
+
+
+async def _read_into(stream: Any, length: int) -> bytearray:
+    first = await stream.read()  # refuses a length over the limit before any buffer exists
+    buffer = bytearray(length)
+    view, offset, chunk = memoryview(buffer), 0, first
+    while chunk is not None:
+        end = offset + len(chunk)
+        if end > length:  # Sanic frames by Content-Length; this is a guard, not a path
+            raise BadRequest("request body longer than its Content-Length")
+        view[offset:end] = chunk
+        offset, chunk = end, await stream.read()
+    if offset != length:
+        raise BadRequest("request body shorter than its Content-Length")
+    return buffer
+
+
 def create_app(context: ServerContext) -> Sanic:
-    app = Sanic(f"modelplatform_{next(_app_numbers)}", configure_logging=False)
+    app = Sanic(
+        f"modelplatform_{next(_app_numbers)}", configure_logging=False, request_class=BufferedRequest
+    )
     app.config.REQUEST_MAX_SIZE = context.settings.max_request_bytes
     app.config.KEEP_ALIVE_TIMEOUT = 75
     app.config.NOISY_EXCEPTIONS = False

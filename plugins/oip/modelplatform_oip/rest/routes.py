@@ -24,7 +24,7 @@ from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 from .status import http_status
-from .transfer import STREAM_FROM_BYTES, read_body, send_parts
+from .transfer import STREAM_FROM_BYTES, send_parts
 
 MODEL = "/v2/models/<model:str>"
 VERSIONED = "/v2/models/<model:str>/versions/<version:int>"
@@ -82,8 +82,7 @@ class OipRoutes:
 
     async def infer(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
         headers = request.headers
-        raw = await read_body(request, self.max_body)
-        body = decoded_body(raw, headers.get("content-encoding"), self.max_body)
+        body = decoded_body(request.body, headers.get("content-encoding"), self.max_body)
         header_length = headers.get(HEADER_LENGTH)
         if header_length is None:
             inference = parse_request(load_json(body), model, _v(version), self.limits)
@@ -133,15 +132,6 @@ async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse
     return json_error(error.message, http_status(error))
 
 
-def _function(method: Any) -> Any:
-    """A plain function around a bound method (Sanic marks streaming handlers by attribute)."""
-
-    async def handler(request: Request, model: str, version: int | None = None) -> HTTPResponse:
-        return await method(request, model, version)
-
-    return handler
-
-
 def build_blueprint(context: ServerContext) -> Blueprint:
     routes = OipRoutes(context)
     bp = Blueprint(DIALECT)
@@ -155,9 +145,10 @@ def build_blueprint(context: ServerContext) -> Blueprint:
         bp.add_route(routes.model_ready, f"{prefix}/ready", methods=["GET"], name=f"model_ready{suffix}")
         bp.add_route(routes.model_config, f"{prefix}/config", methods=["GET"], name=f"model_config{suffix}")
         bp.add_route(routes.statistics, f"{prefix}/stats", methods=["GET"], name=f"statistics{suffix}")
-        # Streamed: the body is read into one buffer of its Content-Length (transfer.py).
+        # ctx_body_buffer: a large body arrives as one buffer, not joined chunks (no copy).
         bp.add_route(
-            _function(routes.infer), f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}", stream=True
+            routes.infer, f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}",
+            ctx_body_buffer=True,
         )
     bp.exception(ModelPlatformError)(_on_error)
     return bp
