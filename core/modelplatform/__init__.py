@@ -46,7 +46,7 @@ from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
 from .models import IndexEntry, LoadOverride, ModelManager, ModelState, ModelVersion
 from .plugins import hookimpl
 from .server import ServerContext
-from .settings import Settings
+from .settings import Limits, Settings
 from .validation import element_count
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidInput",
     "LimitExceeded",
+    "Limits",
     "LoadOverride",
     "ModelConfig",
     "ModelExecutionError",

@@ -62,6 +62,18 @@ class Settings:
         return self.plugin_options.get(plugin, {})
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The client-controlled sizes every codec bounds, read once from Settings."""
+
+    max_tensor_elements: int
+    max_bytes_element: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(settings.max_tensor_elements, settings.max_bytes_element)
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 
 

@@ -24,8 +24,8 @@ from modelplatform import (
     InferenceResponse,
     InvalidArgument,
     LimitExceeded,
+    Limits,
     ModelConfig,
-    Settings,
     Tensor,
     TensorSpec,
     element_count,
@@ -75,16 +75,6 @@ FLAT_NUMPY: dict[int, Any] = {
     DataType.DT_FLOAT64: np.float64,
 }
 GMAP_DATATYPE = {"s_s": "BYTES", "s_b": "BYTES", "s_i32": "INT32", "s_i64": "INT64", "s_f": "FP32", "s_d": "FP64"}
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    max_tensor_elements: int
-    max_bytes_element: int
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Limits:
-        return cls(settings.max_tensor_elements, settings.max_bytes_element)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,21 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from modelplatform import Codec, InferenceRequest, InferenceResponse, ModelConfig, Settings
+# Limits is re-exported: oip modules and the binary-data plugin import it from here.
+from modelplatform import Codec, InferenceRequest, InferenceResponse, Limits, ModelConfig  # noqa: F401
 
 DIALECT = "oip-rest"
 BINARY_CODEC = "binary"
 HEADER_LENGTH = "inference-header-content-length"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    max_tensor_elements: int
-    max_bytes_element: int
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Limits:
-        return cls(settings.max_tensor_elements, settings.max_bytes_element)
 
 
 @dataclass(frozen=True, slots=True)
