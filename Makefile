@@ -54,8 +54,8 @@ $(PA_STAMP): $(BIN)/python
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
 	  --platform manylinux1_x86_64 --platform manylinux2014_x86_64 -d $(PA_DIR)/wheels \
 	  tritonclient==2.50.0 'nvidia-cuda-runtime-cu12>=12,<13'
-	cd $(PA_DIR) && unzip -q -j wheels/tritonclient-*.whl '*/data/bin/perf_analyzer' -d bin \
-	  && unzip -q -j wheels/nvidia_cuda_runtime_cu12-*.whl 'nvidia/cuda_runtime/lib/libcudart.so.12' -d lib
+	$(BIN)/python scripts/extract_from_wheel.py '$(PA_DIR)/wheels/tritonclient-*.whl' /data/bin/perf_analyzer $(PA_DIR)/bin
+	$(BIN)/python scripts/extract_from_wheel.py '$(PA_DIR)/wheels/nvidia_cuda_runtime_cu12-*.whl' /lib/libcudart.so.12 $(PA_DIR)/lib
 	chmod +x $(PA_DIR)/bin/perf_analyzer
 	printf '#!/bin/sh\nhere=$$(dirname "$$(readlink -f "$$0")")\nLD_LIBRARY_PATH="$$here/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$here/bin/perf_analyzer" "$$@"\n' > $(PA_DIR)/perf_analyzer
 	chmod +x $(PA_DIR)/perf_analyzer
