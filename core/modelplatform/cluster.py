@@ -13,6 +13,9 @@ unix socket in a private temporary folder through which the workers talk:
   (temporary ones) are copied for each sibling first, since each worker
   deletes its own copy when done with it. Start-up loads and poll-mode
   rescans are not relayed: every worker does those itself.
+- **Statistics.** A worker asked for statistics asks every sibling for its
+  own counters of the same query (through the supervisor) and answers the
+  sums, so clients see one server whichever worker their connection hit.
 - **Readiness.** Each worker reports its own readiness when it changes; the
   supervisor tells all workers whether every one of them is ready, and a
   worker reports itself not ready (a drain reason) until they all are.
@@ -43,6 +46,7 @@ import structlog
 from .errors import InvalidArgument, ModelPlatformError
 from .models import LoadOverride, ModelManager
 from .settings import Settings
+from .stats import ModelStats
 
 log = structlog.get_logger("modelplatform.cluster")
 
@@ -53,6 +57,8 @@ WAITING = "waiting for every worker to be ready"
 READINESS_EVERY_S = 0.05
 #: How long a relayed model operation may take on the siblings.
 OPERATION_TIMEOUT_S = 600.0
+#: How long a worker waits for its siblings' statistics before answering its own.
+STATISTICS_TIMEOUT_S = 10.0
 
 
 async def _send(writer: asyncio.StreamWriter, message: tuple[Any, ...]) -> None:
@@ -89,6 +95,7 @@ class Supervisor:
         self._ready: dict[int, bool] = {}
         self._all_ready = False
         self._operations: dict[int, _Operation] = {}
+        self._queries: dict[int, _Query] = {}
         self._processes: list[multiprocessing.process.BaseProcess] = []
 
     async def run(self) -> int:
@@ -147,6 +154,8 @@ class Supervisor:
             await self._publish_readiness()
             for op_id in [i for i, op in self._operations.items() if index in op.waiting]:
                 await self._done(op_id, index, f"worker {index} went away")
+            for query_id in [i for i, q in self._queries.items() if index in q.waiting]:
+                await self._answered(query_id, index, [])
 
     async def _handle(self, index: int, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -157,6 +166,10 @@ class Supervisor:
             await self._relay(index, message[1], message[2])
         elif kind == "done":
             await self._done(message[1], index, message[2])
+        elif kind == "stats_query":
+            await self._ask(index, message[1], message[2], message[3])
+        elif kind == "stats_answer":
+            await self._answered(message[1], index, message[2])
 
     async def _publish_readiness(self) -> None:
         ready = len(self._ready) == self.count and all(self._ready.values())
@@ -192,6 +205,37 @@ class Supervisor:
                 await _send(writer, ("result", op_id, operation.errors))
 
 
+    async def _ask(self, origin: int, query_id: int, name: str, version: str) -> None:
+        siblings = [i for i in sorted(self._writers) if i != origin]
+        self._queries[query_id] = _Query(origin, set(siblings), [])
+        for sibling in siblings:
+            await _send(self._writers[sibling], ("stats_query", query_id, name, version))
+        if not siblings:
+            await self._answered(query_id, origin, [])
+
+    async def _answered(self, query_id: int, index: int, stats: list[Any]) -> None:
+        query = self._queries.get(query_id)
+        if query is None:
+            return
+        query.waiting.discard(index)
+        if stats:
+            query.parts.append(stats)
+        if query.waiting:
+            return
+        del self._queries[query_id]
+        writer = self._writers.get(query.origin)
+        if writer is not None:
+            with contextlib.suppress(ConnectionError):
+                await _send(writer, ("stats_result", query_id, query.parts))
+
+
+@dataclass(eq=False)
+class _Query:
+    origin: int
+    waiting: set[int]
+    parts: list[list[Any]]
+
+
 # ------------------------------------------------------------------ worker
 
 
@@ -203,7 +247,8 @@ class Member:
     """
 
     def __init__(self, index: int, count: int, models: ModelManager, local_ready: Callable[[], bool],
-                 drain_reasons: set[str]) -> None:
+                 drain_reasons: set[str],
+                 local_statistics: Callable[[str, str], list[ModelStats]] | None = None) -> None:
         self.index = index
         self.count = count
         self._models = models
@@ -211,6 +256,8 @@ class Member:
         self._drain = drain_reasons
         self._ids = itertools.count(index * 1_000_000_000)
         self._results: dict[int, asyncio.Future[list[str]]] = {}
+        self._local_statistics = local_statistics
+        self._answers: dict[int, asyncio.Future[list[list[ModelStats]]]] = {}
         self._writer: asyncio.StreamWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -251,6 +298,22 @@ class Member:
         if errors:
             raise InvalidArgument(f"{operation} of '{name}' failed on a sibling worker: {'; '.join(errors)}")
 
+    async def statistics(self, name: str, version: str) -> list[list[ModelStats]]:
+        """Every sibling's own statistics for this query (DataPlane sums them)."""
+        if self._writer is None or self.count < 2:
+            return []
+        query_id = next(self._ids)
+        answer: asyncio.Future[list[list[ModelStats]]] = asyncio.get_running_loop().create_future()
+        self._answers[query_id] = answer
+        try:
+            await _send(self._writer, ("stats_query", query_id, name, version))
+            return await asyncio.wait_for(answer, STATISTICS_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            log.warning("sibling_statistics_timed_out", model=name, version=version)
+            return []
+        finally:
+            self._answers.pop(query_id, None)
+
     async def sibling_copies(self, override: LoadOverride) -> list[Path]:
         """One copy of an uploaded (temporary) model folder per sibling."""
         if not override.temporary or override.model_dir is None or self.count < 2:
@@ -269,6 +332,20 @@ class Member:
                     future.set_result(message[2])
             elif message[0] == "apply":
                 asyncio.ensure_future(self._apply(message[1], message[2]))
+            elif message[0] == "stats_query":
+                await self._answer(message[1], message[2], message[3])
+            elif message[0] == "stats_result":
+                pending = self._answers.get(message[1])
+                if pending is not None and not pending.done():
+                    pending.set_result(message[2])
+
+    async def _answer(self, query_id: int, name: str, version: str) -> None:
+        stats: list[ModelStats] = []
+        if self._local_statistics is not None:
+            with contextlib.suppress(ModelPlatformError):  # not loaded here: nothing to add
+                stats = self._local_statistics(name, version)
+        if self._writer is not None:
+            await _send(self._writer, ("stats_answer", query_id, stats))
 
     async def _apply(self, op_id: int, payload: tuple[Any, ...]) -> None:
         operation, name, override = payload

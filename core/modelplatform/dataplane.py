@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -42,6 +42,12 @@ class ModelMetadata:
     outputs: list[TensorMetadata]
 
 
+class Siblings(Protocol):
+    async def statistics(self, name: str, version: str) -> list[list[ModelStats]]:
+        """Every other worker's local statistics for the same query."""
+        ...
+
+
 class DataPlane:
     def __init__(
         self, models: ModelManager, server_name: str, server_version: str, extensions: list[str]
@@ -56,6 +62,8 @@ class DataPlane:
         #: Why the server should look not-ready while still serving (a plugin's
         #: drain switch, e.g. grps ``offline``); ready() is false while non-empty.
         self.drain_reasons: set[str] = set()
+        #: The other workers of ``--workers N`` (set by cluster.Member), else None.
+        self.siblings: Siblings | None = None
 
     def ready(self) -> bool:
         return (
@@ -93,8 +101,25 @@ class DataPlane:
     def model_version(self, name: str, version: str = "") -> ModelVersion:
         return self.models.get(name, version)
 
-    def statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
-        """Counters of every READY version: of all models, of one model, or of one version."""
+    async def statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
+        """Counters of every READY version: of all models, of one model, or of one version.
+
+        With ``--workers N`` they are the sums over every worker (a client's
+        reads may land on any of them), asked through the cluster channel.
+        """
+        local = self.local_statistics(name, version)
+        if self.siblings is None:
+            return local
+        totals = {(s.name, s.version): s for s in local}
+        for part in await self.siblings.statistics(name, version):
+            for stats in part:
+                key = (stats.name, stats.version)
+                if key in totals:  # a version only a sibling holds is not READY here
+                    totals[key] = totals[key].plus(stats)
+        return [totals[(s.name, s.version)] for s in local]
+
+    def local_statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
+        """This process's counters only (see :meth:`statistics`)."""
         if version:
             return _stats_of([self.models.get(name, version)])
         names = [name] if name else self.models.names()

@@ -221,7 +221,10 @@ def _member(ctx: ServerContext, worker: tuple[int, str] | None) -> cluster.Membe
         others = dataplane.drain_reasons - {cluster.WAITING}
         return dataplane.live and dataplane.accepting and not others and ctx.models.all_requested_ready()
 
-    return cluster.Member(worker[0], ctx.settings.workers, ctx.models, ready_here, dataplane.drain_reasons)
+    member = cluster.Member(worker[0], ctx.settings.workers, ctx.models, ready_here,
+                            dataplane.drain_reasons, dataplane.local_statistics)
+    dataplane.siblings = member  # statistics answer the sums over every worker
+    return member
 
 
 def run(settings: Settings) -> None:

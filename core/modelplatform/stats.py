@@ -77,6 +77,21 @@ class ModelStats:
         self.batches.setdefault(batch_size, Duration()).add(infer_ns)
         self.instances[instance] = self.instances.get(instance, 0) + 1
 
+    def plus(self, other: ModelStats) -> ModelStats:
+        """A new ModelStats: these counters plus ``other``'s (another worker's, same version)."""
+        total = ModelStats(self.name, self.version)
+        for part in (self, other):
+            total.last_inference_ms = max(total.last_inference_ms, part.last_inference_ms)
+            total.inference_count += part.inference_count
+            total.execution_count += part.execution_count
+            for key, duration in part.durations.items():
+                total.durations.setdefault(key, Duration()).add(duration.ns, duration.count)
+            for size, duration in part.batches.items():
+                total.batches.setdefault(size, Duration()).add(duration.ns, duration.count)
+            for index, count in part.instances.items():
+                total.instances[index] = total.instances.get(index, 0) + count
+        return total
+
     def to_json(self) -> dict[str, Any]:
         """Triton's ``model_stats`` entry; every key perf_analyzer reads is present."""
         return {

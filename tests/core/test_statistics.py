@@ -54,7 +54,7 @@ async def test_statistics_count_requests_and_executions(repo):
         with pytest.raises(ModelExecutionError):
             await dataplane.infer(_request("failing"))
 
-        (v2,) = dataplane.statistics("twice", "2")
+        (v2,) = await dataplane.statistics("twice", "2")
         data = v2.to_json()
         assert (data["name"], data["version"]) == ("twice", "2")
         assert data["inference_count"] == 2 and data["execution_count"] == 2
@@ -65,15 +65,15 @@ async def test_statistics_count_requests_and_executions(repo):
         assert stats["compute_input"]["count"] == stats["compute_output"]["count"] == 2
         assert [b["batch_size"] for b in data["batch_stats"]] == [1]  # one request per execution
 
-        assert [s.version for s in dataplane.statistics("twice")] == ["1", "2"]
-        names = {s.name for s in dataplane.statistics()}
+        assert [s.version for s in await dataplane.statistics("twice")] == ["1", "2"]
+        names = {s.name for s in await dataplane.statistics()}
         assert names == {"twice", "failing"}
-        (failing,) = dataplane.statistics("failing")
+        (failing,) = await dataplane.statistics("failing")
         assert failing.to_json()["inference_stats"]["fail"]["count"] == 1
         with pytest.raises(ModelNotFound):
-            dataplane.statistics("nope")
+            await dataplane.statistics("nope")
         with pytest.raises(ModelNotFound):
-            dataplane.statistics("twice", "7")
+            await dataplane.statistics("twice", "7")
 
 
 def test_to_json_has_every_key_perf_analyzer_reads():
@@ -83,3 +83,21 @@ def test_to_json_has_every_key_perf_analyzer_reads():
     for key in ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output",
                 "cache_hit", "cache_miss"):  # fmt: skip
         assert data["inference_stats"][key] == {"count": 0, "ns": 0}
+
+
+def test_plus_sums_two_workers_counters_without_changing_either():
+    one, two = ModelStats("m", "1"), ModelStats("m", "1")
+    one.record_success(100)
+    one.record_execution(1, 50, instance=0)
+    two.record_success(300, queue_ns=7)
+    two.record_execution(2, 70, instance=1)
+    two.record_failure(9)
+    total = one.plus(two).to_json()
+    assert total["inference_count"] == 2 and total["execution_count"] == 2
+    assert total["inference_stats"]["success"] == {"count": 2, "ns": 400}
+    assert total["inference_stats"]["queue"] == {"count": 1, "ns": 7}
+    assert total["inference_stats"]["fail"] == {"count": 1, "ns": 9}
+    assert total["inference_stats"]["compute_infer"] == {"count": 3, "ns": 120}
+    assert [b["batch_size"] for b in total["batch_stats"]] == [1, 2]
+    assert total["instance_stats"] == [{"instance": 0, "execution_count": 1}, {"instance": 1, "execution_count": 1}]
+    assert one.inference_count == 1 and two.inference_count == 1

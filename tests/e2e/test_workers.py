@@ -69,16 +69,29 @@ def workers():
         yield server
 
 
-def test_both_workers_serve_the_shared_ports(workers):
-    counts = set()
+def test_statistics_are_the_sums_over_every_worker(workers):
+    before = simple_stats(workers)
     for _ in range(CONNECTIONS):
         assert request(workers.http_port, "POST", "/v2/models/simple/infer", simple_body())[0] == 200
-        _, stats = request(workers.http_port, "GET", "/v2/models/simple/stats")
-        counts.add(json.loads(stats)["model_stats"][0]["inference_count"])
-    # One process would count 1, 2, 3...: equal counts on different connections mean two counters.
-    assert len(counts) < CONNECTIONS
-    with grpc.insecure_channel(workers.grpc_url) as channel:
-        assert pb_grpc.GRPCInferenceServiceStub(channel).ServerReady(pb.ServerReadyRequest()).ready
+    # Every read, on its own connection (so on either worker), sees every request.
+    for _ in range(CONNECTIONS // 2):
+        stats = simple_stats(workers)
+        assert stats["inference_count"] == before["inference_count"] + CONNECTIONS
+        assert stats["inference_stats"]["success"]["count"] == before["inference_stats"]["success"]["count"] + CONNECTIONS
+    for _ in range(CONNECTIONS // 2):
+        with grpc.insecure_channel(workers.grpc_url) as channel:
+            reply = pb_grpc.GRPCInferenceServiceStub(channel).ModelStatistics(
+                pb.ModelStatisticsRequest(name="simple", version="1")
+            )
+        assert reply.model_stats[0].inference_count == before["inference_count"] + CONNECTIONS
+        assert reply.model_stats[0].execution_count == before["execution_count"] + CONNECTIONS
+
+
+def simple_stats(server: ServerProcess) -> dict:
+    status, body = request(server.http_port, "GET", "/v2/models/simple/versions/1/stats")
+    assert status == 200, body
+    (stats,) = json.loads(body)["model_stats"]
+    return stats
 
 
 def test_load_and_unload_through_one_worker_reach_every_worker(workers):

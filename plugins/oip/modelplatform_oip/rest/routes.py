@@ -106,7 +106,7 @@ class OipRoutes:
     async def statistics(
         self, request: Request, model: str = "", version: int | None = None
     ) -> HTTPResponse:
-        stats = self.dataplane.statistics(model, _v(version))
+        stats = await self.dataplane.statistics(model, _v(version))
         return _json({"model_stats": [s.to_json() for s in stats]})
 
     def _decode_binary(self, body: bytes | bytearray, header_length: str, model: str, version: str) -> Any:

@@ -82,7 +82,7 @@ class OipService:
         return response
 
     async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
-        stats = self.dataplane.statistics(request.name, request.version)
+        stats = await self.dataplane.statistics(request.name, request.version)
         return json_format.ParseDict(
             {"model_stats": [s.to_json() for s in stats]},
             pb.ModelStatisticsResponse(),
