@@ -58,8 +58,8 @@ def _declared(config: ModelConfig, name: str) -> TensorSpec:
 def _check_tensor(config: ModelConfig, spec: TensorSpec, tensor: Tensor) -> None:
     if tensor.datatype != spec.datatype:
         raise InvalidInput(config.name, spec.name, f"datatype {spec.datatype}", tensor.datatype)
-    expected = spec.full_shape(config.max_batch_size)
-    if not _shape_matches(expected, tensor.shape, config.max_batch_size):
+    if not _shape_matches(spec.dims, tensor.shape, config.max_batch_size):
+        expected = spec.full_shape(config.max_batch_size)
         raise InvalidInput(
             config.name, spec.name, f"shape {_describe(expected, config)}", f"{list(tensor.shape)}"
         )
@@ -72,12 +72,18 @@ def _check_tensor(config: ModelConfig, spec: TensorSpec, tensor: Tensor) -> None
         )
 
 
-def _shape_matches(expected: list[int], shape: tuple[int, ...], max_batch: int) -> bool:
-    if len(expected) != len(shape):
+def _shape_matches(dims: Sequence[int], shape: Sequence[int], max_batch: int) -> bool:
+    """``shape`` against the declared dims (after a batch dimension when batching)."""
+    if max_batch > 0:
+        if len(shape) != len(dims) + 1 or not 1 <= shape[0] <= max_batch:
+            return False
+        shape = shape[1:]
+    elif len(shape) != len(dims):
         return False
-    if max_batch > 0 and not 1 <= shape[0] <= max_batch:
-        return False
-    return all(e == -1 or e == s for e, s in zip(expected, shape))
+    for declared, given in zip(dims, shape):  # a plain loop: no generator per request
+        if declared != -1 and declared != given:
+            return False
+    return True
 
 
 def _describe(expected: list[int], config: ModelConfig) -> str:

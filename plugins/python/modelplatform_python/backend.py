@@ -72,6 +72,7 @@ class PythonBackend(Backend):
         self._module: Any = None
         self._model: Any = None
         self._streams = False
+        self._infer_awaits = False  # resolved at load, not per request
         self._caller = InstanceCaller(f"{config.name}-{instance_index}")
 
     async def load(self) -> None:
@@ -91,6 +92,7 @@ class PythonBackend(Backend):
         self._streams = inspect.isgeneratorfunction(self._model.infer) or inspect.isasyncgenfunction(
             self._model.infer
         )
+        self._infer_awaits = inspect.iscoroutinefunction(self._model.infer)
         await _call(getattr(self._model, "load", None), self.config, self.version_dir)
 
     async def unload(self) -> None:
@@ -156,7 +158,7 @@ class PythonBackend(Backend):
             return ModelExecutionError(self.config.name, error)
 
     async def _infer(self, inputs: dict[str, np.ndarray]) -> Any:
-        if inspect.iscoroutinefunction(self._model.infer):
+        if self._infer_awaits:
             return await self._model.infer(inputs)
         return await self._caller.call(self._model.infer, inputs)
 

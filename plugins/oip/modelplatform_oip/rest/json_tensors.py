@@ -7,6 +7,7 @@ against the declared shape and the limit before any array is built.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -57,10 +58,16 @@ def _numeric_array(name: str, datatype: str, data: list) -> np.ndarray:
 def _integers(name: str, datatype: str, parsed: np.ndarray, target: np.dtype) -> np.ndarray:
     if parsed.dtype.kind == "f":
         raise InvalidArgument(f"input '{name}': {datatype} data must be JSON integers")
-    info = np.iinfo(target)
+    info = _limits(target)
     if parsed.min() < info.min or parsed.max() > info.max:
         raise InvalidArgument(f"input '{name}': a value is out of range for {datatype}")
     return parsed.astype(target)
+
+
+@functools.cache
+def _limits(target: np.dtype) -> np.iinfo:
+    """np.iinfo costs microseconds to build; there are eight integer dtypes."""
+    return np.iinfo(target)
 
 
 def _bytes_array(name: str, data: list, limits: Limits) -> np.ndarray:

@@ -23,6 +23,7 @@ from modelplatform import (
 from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
+from .response import OipResponse
 from .status import http_status
 from .transfer import STREAM_FROM_BYTES, send_parts
 
@@ -33,7 +34,7 @@ __all__ = ["DIALECT", "build_blueprint"]
 
 
 def _json(data: Any, status: int = 200) -> HTTPResponse:
-    return HTTPResponse(orjson.dumps(data), status=status, content_type="application/json")
+    return OipResponse(orjson.dumps(data), status=status, content_type="application/json")
 
 
 def _empty(ok: bool) -> HTTPResponse:
@@ -101,7 +102,7 @@ class OipRoutes:
         extra = encoded.headers
         if encoding is not None:
             payload, extra = compress(payload, encoding), {**extra, "Content-Encoding": encoding}
-        return HTTPResponse(payload, headers=extra or None, content_type=encoded.content_type)
+        return OipResponse(payload, headers=extra or None, content_type=encoded.content_type)
 
     async def statistics(
         self, request: Request, model: str = "", version: int | None = None
