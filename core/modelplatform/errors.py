@@ -17,6 +17,7 @@ dialect says the same words::
     │   └── QueueFull
     ├── Unsupported                UNSUPPORTED
     ├── AlreadyExists              ALREADY_EXISTS
+    ├── PermissionDenied           PERMISSION_DENIED (restricted APIs)
     ├── Cancelled                  CANCELLED
     ├── DeadlineExceeded           DEADLINE_EXCEEDED
     ├── Internal                   INTERNAL
@@ -38,6 +39,7 @@ class ErrorCode(enum.Enum):
     CANCELLED = "CANCELLED"
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
     INTERNAL = "INTERNAL"
 
 
@@ -120,6 +122,12 @@ class Unsupported(ModelPlatformError):
 
 class AlreadyExists(ModelPlatformError):
     code = ErrorCode.ALREADY_EXISTS
+
+
+class PermissionDenied(ModelPlatformError):
+    """Refused for who the client is or what the operator allows (Triton's restricted APIs)."""
+
+    code = ErrorCode.PERMISSION_DENIED
 
 
 class Cancelled(ModelPlatformError):

@@ -20,6 +20,7 @@ STATUS_CODE: dict[ErrorCode, int] = {
     ErrorCode.CANCELLED: 499,
     ErrorCode.DEADLINE_EXCEEDED: 504,
     ErrorCode.RESOURCE_EXHAUSTED: 413,
+    ErrorCode.PERMISSION_DENIED: 403,
     ErrorCode.INTERNAL: 500,
 }
 

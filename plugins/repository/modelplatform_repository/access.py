@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from modelplatform import Settings, Unavailable
+from modelplatform import PermissionDenied, Settings, Unavailable
 
-
-class PermissionDenied(Exception):
-    """Refused for who the client is or what the operator allows (403 / PERMISSION_DENIED)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+__all__ = ["PermissionDenied", "Restriction", "check_control_mode"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from sanic import Blueprint, HTTPResponse, Request
 from modelplatform import IndexEntry, InvalidArgument, ModelPlatformError, ServerContext, json_error
 from modelplatform_oip.rest.status import http_status
 
-from .access import PermissionDenied, Restriction
+from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
@@ -113,10 +113,6 @@ async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse
     return json_error(error.message, http_status(error))
 
 
-async def _on_denied(request: Request, error: PermissionDenied) -> HTTPResponse:
-    return json_error(error.message, 403)
-
-
 def build_blueprint(context: ServerContext) -> Blueprint:
     routes = RepositoryRoutes(context)
     bp = Blueprint(DIALECT)
@@ -130,5 +126,4 @@ def build_blueprint(context: ServerContext) -> Blueprint:
                 name=f"{action}{number}",
             )
     bp.exception(ModelPlatformError)(_on_error)
-    bp.exception(PermissionDenied)(_on_denied)
     return bp

@@ -9,21 +9,19 @@ refusal is PERMISSION_DENIED.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 
-from modelplatform import InvalidArgument, ModelPlatformError, ServerContext
+from modelplatform import InvalidArgument, ServerContext
 from modelplatform_oip.protos import grpc_service_pb2 as pb
-from modelplatform_oip.rpc.status import grpc_status
+from modelplatform_oip.rpc.service import unary_method
 
-from .access import PermissionDenied, Restriction
+from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
 SERVICE = "inference.GRPCInferenceService"
-Handler = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
 def load_parameters(params: Any) -> LoadParameters:
@@ -81,34 +79,14 @@ class RepositoryService:
         return pb.RepositoryModelUnloadResponse()
 
 
-def _guarded(handler: Handler) -> Handler:
-    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            return await handler(request, context)
-        except ModelPlatformError as error:
-            await context.abort(grpc_status(error), error.message)
-        except PermissionDenied as error:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, error.message)
-
-    return call
-
-
-def _unary(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
-    return grpc.unary_unary_rpc_method_handler(
-        _guarded(handler),
-        request_deserializer=request_type.FromString,
-        response_serializer=response_type.SerializeToString,
-    )
-
-
 def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
     service = RepositoryService(context)
     handlers = {
-        "RepositoryIndex": _unary(service.index, pb.RepositoryIndexRequest, pb.RepositoryIndexResponse),
-        "RepositoryModelLoad": _unary(
+        "RepositoryIndex": unary_method(service.index, pb.RepositoryIndexRequest, pb.RepositoryIndexResponse),
+        "RepositoryModelLoad": unary_method(
             service.load, pb.RepositoryModelLoadRequest, pb.RepositoryModelLoadResponse
         ),
-        "RepositoryModelUnload": _unary(
+        "RepositoryModelUnload": unary_method(
             service.unload, pb.RepositoryModelUnloadRequest, pb.RepositoryModelUnloadResponse
         ),
     }

@@ -21,6 +21,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.CANCELLED: 499,
     ErrorCode.DEADLINE_EXCEEDED: 504,
     ErrorCode.RESOURCE_EXHAUSTED: 429,
+    ErrorCode.PERMISSION_DENIED: 403,
     ErrorCode.INTERNAL: 500,
 }
 

@@ -13,6 +13,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.CANCELLED: 400,
     ErrorCode.DEADLINE_EXCEEDED: 400,
     ErrorCode.RESOURCE_EXHAUSTED: 413,
+    ErrorCode.PERMISSION_DENIED: 403,
     ErrorCode.INTERNAL: 500,
 }
 

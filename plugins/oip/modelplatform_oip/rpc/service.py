@@ -138,8 +138,11 @@ class OipService:
             window.release()
 
 
-def _guarded(handler: Handler) -> Handler:
-    """Translate platform errors to status codes; never leak a traceback."""
+def guarded(handler: Handler) -> Handler:
+    """Translate platform errors to status codes; never leak a traceback.
+
+    Public for the extensions that add RPCs to this service (the repository plugin).
+    """
 
     async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
@@ -155,9 +158,10 @@ def _guarded(handler: Handler) -> Handler:
     return call
 
 
-def _unary(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
+def unary_method(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
+    """A guarded unary handler with protobuf (de)serialisers."""
     return grpc.unary_unary_rpc_method_handler(
-        _guarded(handler),
+        guarded(handler),
         request_deserializer=request_type.FromString,
         response_serializer=response_type.SerializeToString,
     )
@@ -166,20 +170,20 @@ def _unary(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcM
 def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
     service = OipService(context)
     handlers = {
-        "ServerLive": _unary(service.server_live, pb.ServerLiveRequest, pb.ServerLiveResponse),
-        "ServerReady": _unary(service.server_ready, pb.ServerReadyRequest, pb.ServerReadyResponse),
-        "ModelReady": _unary(service.model_ready, pb.ModelReadyRequest, pb.ModelReadyResponse),
-        "ServerMetadata": _unary(
+        "ServerLive": unary_method(service.server_live, pb.ServerLiveRequest, pb.ServerLiveResponse),
+        "ServerReady": unary_method(service.server_ready, pb.ServerReadyRequest, pb.ServerReadyResponse),
+        "ModelReady": unary_method(service.model_ready, pb.ModelReadyRequest, pb.ModelReadyResponse),
+        "ServerMetadata": unary_method(
             service.server_metadata, pb.ServerMetadataRequest, pb.ServerMetadataResponse
         ),
-        "ModelMetadata": _unary(
+        "ModelMetadata": unary_method(
             service.model_metadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse
         ),
-        "ModelConfig": _unary(service.model_config, pb.ModelConfigRequest, pb.ModelConfigResponse),
-        "ModelStatistics": _unary(
+        "ModelConfig": unary_method(service.model_config, pb.ModelConfigRequest, pb.ModelConfigResponse),
+        "ModelStatistics": unary_method(
             service.model_statistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
         ),
-        "ModelInfer": _unary(service.model_infer, pb.ModelInferRequest, pb.ModelInferResponse),
+        "ModelInfer": unary_method(service.model_infer, pb.ModelInferRequest, pb.ModelInferResponse),
         "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
             service.model_stream_infer,
             request_deserializer=pb.ModelInferRequest.FromString,

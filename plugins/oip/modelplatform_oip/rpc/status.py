@@ -15,6 +15,7 @@ GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {
     ErrorCode.CANCELLED: grpc.StatusCode.CANCELLED,
     ErrorCode.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
     ErrorCode.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ErrorCode.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
     ErrorCode.INTERNAL: grpc.StatusCode.INTERNAL,
 }
 
