@@ -148,7 +148,8 @@ class DataPlane:
             raise failure from error
         finally:
             model.leave()
-        stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+        rows = request.inputs[0].shape[0] if model.config.batching else 1
+        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:

@@ -50,12 +50,15 @@ class ModelStats:
     batches: dict[int, Duration] = field(default_factory=dict)
     instances: dict[int, int] = field(default_factory=dict)
 
-    def record_success(self, request_ns: int, queue_ns: int = 0) -> None:
-        """A request finished; its queue time is recorded here or by the scheduler."""
+    def record_success(self, request_ns: int, queue_ns: int = 0, rows: int = 1) -> None:
+        """A request of ``rows`` inferences (its batch size, as Triton counts) finished.
+
+        Its queue time is recorded here or by the scheduler.
+        """
         self.durations["success"].add(request_ns)
         if queue_ns:
             self.durations["queue"].add(queue_ns)
-        self.inference_count += 1
+        self.inference_count += rows
         self.last_inference_ms = time.time_ns() // 1_000_000
 
     def record_failure(self, request_ns: int) -> None:
