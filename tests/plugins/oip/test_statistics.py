@@ -49,7 +49,8 @@ def test_model_stats_shape_and_counts(server):
     for key in DURATIONS:
         assert set(stats[key]) == {"count", "ns"}
         assert all(isinstance(v, int) for v in stats[key].values())
-    assert stats["success"]["count"] == entry["inference_count"]
+    # requests succeeded <= inferences: inference_count counts batch rows (Triton)
+    assert stats["success"]["count"] <= entry["inference_count"]
     assert stats["success"]["ns"] > before["inference_stats"]["success"]["ns"]
     assert stats["queue"]["count"] == stats["compute_infer"]["count"] >= 2
     assert entry["last_inference"] > 0

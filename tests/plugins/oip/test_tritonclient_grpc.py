@@ -67,7 +67,7 @@ def test_model_statistics(probe):
     stats = probe["stats"]
     assert stats["name"] == "simple" and stats["version"] == "1"
     assert stats["inference_count"] >= 5  # infer + 3 streamed + earlier tests
-    assert stats["success_count"] == stats["inference_count"]
+    assert stats["success_count"] <= stats["inference_count"]  # rows >= requests
     assert {"simple", "simple_string", "identity_bytes"} <= set(probe["all_stats_names"])
 
 
