@@ -37,6 +37,7 @@ GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {
     ErrorCode.CANCELLED: grpc.StatusCode.CANCELLED,
     ErrorCode.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
     ErrorCode.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ErrorCode.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
     ErrorCode.INTERNAL: grpc.StatusCode.INTERNAL,
 }
 _STATES = {name: apis.ModelVersionStatus.State.Value(name) for name in apis.ModelVersionStatus.State.keys()}
