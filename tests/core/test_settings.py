@@ -34,3 +34,15 @@ def test_bad_values_are_refused(tmp_path):
         bad = tmp_path / "bad.toml"
         bad.write_text("no_such_setting = 1\n")
         resolve(bad, env={})
+
+
+def test_every_setting_is_documented():
+    import dataclasses
+
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    missing = [f.name for f in dataclasses.fields(Settings)
+               if f.name != "plugin_options" and f"`{f.name}`" not in doc]
+    assert missing == []
+    assert "[plugins." in doc  # plugin_options come from [plugins.<name>] tables
