@@ -14,7 +14,7 @@ twice): binary dialects then hand the model numpy views over that buffer.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +36,18 @@ class HttpDialect:
 
     ``blueprint`` is called once at start-up with the ServerContext and
     returns the Sanic Blueprint to mount. ``extensions`` are the server
-    metadata extension names this dialect implements.
+    metadata extension names this dialect implements. A dialect that owns a
+    ``path_prefix`` may give ``render_error(message, status)``: errors raised
+    before any of its routes runs (unknown path 404, wrong method 405, body
+    over the limit 413) under that prefix are then rendered in its own shape
+    instead of ``{"error": ...}``.
     """
 
     name: str
     blueprint: Callable[[ServerContext], Blueprint]
     extensions: tuple[str, ...] = ()
+    path_prefix: str = ""
+    render_error: Callable[[str, int], HTTPResponse] | None = None
 
 
 def json_error(message: str, status: int) -> HTTPResponse:
@@ -98,30 +104,44 @@ def create_app(context: ServerContext) -> Sanic:
     app.config.FALLBACK_ERROR_FORMAT = "json"
     for dialect in context.dialects.values():
         app.blueprint(dialect.blueprint(context))
-    app.error_handler.add(NotFound, _not_found)
-    app.error_handler.add(MethodNotAllowed, _method_not_allowed)
-    app.error_handler.add(PayloadTooLarge, _too_large)
-    app.error_handler.add(SanicException, _sanic_error)
-    app.error_handler.add(Exception, _internal)
+    errors = FrameworkErrors(context.dialects.values())
+    app.error_handler.add(NotFound, errors.not_found)
+    app.error_handler.add(MethodNotAllowed, errors.method_not_allowed)
+    app.error_handler.add(PayloadTooLarge, errors.too_large)
+    app.error_handler.add(SanicException, errors.sanic_error)
+    app.error_handler.add(Exception, errors.internal)
     return app
 
 
-def _not_found(request: Request, exception: Exception) -> HTTPResponse:
-    return json_error("Not Found", 404)
+class FrameworkErrors:
+    """Errors no dialect handler saw, rendered in the shape of the path's owner.
 
+    Triton's ``{"error": ...}`` everywhere, except under the path prefix of a
+    dialect that renders its own errors (grps answers with its ``status``).
+    """
 
-def _method_not_allowed(request: Request, exception: Exception) -> HTTPResponse:
-    return json_error("Method Not Allowed", 405)
+    def __init__(self, dialects: Iterable[HttpDialect]) -> None:
+        owners = [(d.path_prefix, d.render_error) for d in dialects if d.path_prefix and d.render_error]
+        self._owners = sorted(owners, key=lambda owner: -len(owner[0]))
 
+    def render(self, request: Request, message: str, status: int) -> HTTPResponse:
+        for prefix, render in self._owners:
+            if request.path.startswith(prefix):
+                return render(message, status)  # type: ignore[misc]
+        return json_error(message, status)
 
-def _too_large(request: Request, exception: Exception) -> HTTPResponse:
-    return json_error(f"request body is larger than the limit: {exception}", 413)
+    def not_found(self, request: Request, exception: Exception) -> HTTPResponse:
+        return self.render(request, "Not Found", 404)
 
+    def method_not_allowed(self, request: Request, exception: Exception) -> HTTPResponse:
+        return self.render(request, "Method Not Allowed", 405)
 
-def _sanic_error(request: Request, exception: SanicException) -> HTTPResponse:
-    return json_error(str(exception) or "bad request", exception.status_code)
+    def too_large(self, request: Request, exception: Exception) -> HTTPResponse:
+        return self.render(request, f"request body is larger than the limit: {exception}", 413)
 
+    def sanic_error(self, request: Request, exception: SanicException) -> HTTPResponse:
+        return self.render(request, str(exception) or "bad request", exception.status_code)
 
-def _internal(request: Request, exception: Exception) -> HTTPResponse:
-    log.error("request_failed", path=request.path, error=type(exception).__name__)
-    return json_error(f"internal error: {type(exception).__name__}", 500)
+    def internal(self, request: Request, exception: Exception) -> HTTPResponse:
+        log.error("request_failed", path=request.path, error=type(exception).__name__)
+        return self.render(request, f"internal error: {type(exception).__name__}", 500)

@@ -290,3 +290,25 @@ def test_monitor_series_and_metrics_count_requests(grps_server: ServerProcess) -
     status, metrics = call_json(grps_server, "GET", "/grps/v1/monitor/metrics", content_type=None)
     assert status == 200 and metrics["models"]["identity_bytes"]["requests_total"] >= 3
     assert metrics["models"]["*"]["failures_total"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [("GET", "/grps/v1/nope", 404), ("GET", PREDICT, 405), ("PATCH", "/grps/v1/health/live", 405)],
+)
+def test_framework_errors_under_grps_carry_status(grps_server: ServerProcess, method: str, path: str, status: int) -> None:
+    code, _, data = call(grps_server, method, path, content_type=None)
+    assert code == status
+    assert orjson.loads(data)["status"] == {
+        "code": status, "msg": "Not Found" if status == 404 else "Method Not Allowed", "status": "FAILURE"
+    }
+    code, _, data = call(grps_server, "GET", "/v2/nope", content_type=None)  # other paths keep Triton's shape
+    assert (code, orjson.loads(data)) == (404, {"error": "Not Found"})
+
+
+def test_body_over_the_limit_under_grps_carries_status(tmp_path) -> None:
+    with ServerProcess("--model-repository", str(tmp_path), "--max-request-bytes", "1024") as server:
+        code, _, data = call(server, "POST", PREDICT, b"x" * 4096, content_type="application/octet-stream")
+    assert code == 413
+    status = orjson.loads(data)["status"]
+    assert status["code"] == 413 and status["status"] == "FAILURE" and "limit" in status["msg"]

@@ -132,6 +132,11 @@ class GrpsRoutes:
         return _json(orjson.dumps({"models": self.rt.monitor.metrics(), "online": self.rt.online}))
 
 
+def render_error(message: str, status: int) -> HTTPResponse:
+    """grps's shape for errors raised before a route runs (404, 405, 413 under /grps/v1)."""
+    return _reply(failure(status, message))
+
+
 async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
     return _reply(from_error(error))
 
