@@ -4,14 +4,20 @@ import time
 
 import numpy as np
 
+from modelplatform import InvalidArgument
+
 MAX_COUNT = 1000
 STEP_SECONDS = 0.01
 
 
 def _count(value):
-    count = int(value)
+    """A client mistake is InvalidArgument (400), not a model failure (500)."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise InvalidArgument(f"COUNT must be a decimal integer, got {value!r}") from None
     if not 0 <= count <= MAX_COUNT:
-        raise ValueError(f"COUNT must be 0..{MAX_COUNT}, got {count}")
+        raise InvalidArgument(f"COUNT must be 0..{MAX_COUNT}, got {count}")
     return count
 
 
