@@ -199,6 +199,7 @@ def _record_failure(
         code=error.code.value,
         error=error.message,
     )
+    error.logged = True
 
 
 def _finish(

@@ -47,6 +47,8 @@ class ModelPlatformError(Exception):
     """Base of every error a client or operator may see."""
 
     code: ErrorCode = ErrorCode.INTERNAL
+    #: Set once a ``request_failed`` event was written for it, so edges log the rest only.
+    logged: bool = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -54,6 +56,13 @@ class ModelPlatformError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def naming_model(self, model: str) -> ModelPlatformError:
+        """This error with the model named first (once): for errors found while decoding."""
+        if not self.message.startswith("model '"):
+            self.message = f"model '{model}', {self.message}"
+            self.args = (self.message,)
+        return self
 
 
 class InvalidArgument(ModelPlatformError):
@@ -73,8 +82,10 @@ class InvalidInput(InvalidArgument):
 class LimitExceeded(InvalidArgument):
     """A size the client controls is over the configured limit."""
 
-    def __init__(self, what: str, size: int, limit: int) -> None:
-        super().__init__(f"{what} is {size}, over the limit of {limit}")
+    def __init__(self, what: str, size: int, limit: int, at_least: bool = False) -> None:
+        # ``at_least``: the size was refused part-way through computing it.
+        amount = f"at least {size}" if at_least else str(size)
+        super().__init__(f"{what} is {amount}, over the limit of {limit}")
         self.size, self.limit = size, limit
 
 

@@ -15,15 +15,20 @@ from .inference import InferenceRequest, Tensor
 from .model_config import ModelConfig, TensorSpec
 
 
-def element_count(shape: Sequence[int], limit: int) -> int:
-    """The element count of a client-sent shape, refused if negative or over ``limit``."""
+def element_count(shape: Sequence[int], limit: int, name: str = "") -> int:
+    """The element count of a client-sent shape, refused if negative or over ``limit``.
+
+    ``name`` (the tensor's) is put in the message.
+    """
+    what = f"input '{name}': " if name else ""
     count = 1
-    for dim in shape:
+    for index, dim in enumerate(shape):
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
-            raise InvalidArgument(f"shape {list(shape)} has an invalid dimension {dim!r}")
+            raise InvalidArgument(f"{what}shape {list(shape)} has an invalid dimension {dim!r}")
         count *= dim
         if count > limit:
-            raise LimitExceeded(f"element count of shape {list(shape)}", count, limit)
+            at_least = any(d != 1 for d in shape[index + 1 :])
+            raise LimitExceeded(f"{what}element count of shape {list(shape)}", count, limit, at_least)
     return count
 
 

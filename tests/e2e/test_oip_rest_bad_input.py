@@ -49,8 +49,9 @@ def still_serves(server) -> None:
 
 def test_health_endpoints_have_empty_bodies(server):
     for path in ("/v2/health/live", "/v2/health/ready"):
-        status, body, _ = request(server, "GET", path)
+        status, body, headers = request(server, "GET", path)
         assert (status, body) == (200, b"")
+        assert headers["content-type"] != "None"
 
 
 def test_unknown_route_and_wrong_method(server):
@@ -104,8 +105,9 @@ def test_invalid_simple_requests(server, doc, fragment):
     status, body = infer(server, "simple", doc)
     assert status == 400, body
     assert fragment in body["error"]
-    if "model" in body["error"]:
-        assert "simple" in body["error"]
+    assert body["error"].startswith("model 'simple'"), body  # every failure names the model
+    if fragment not in ("failed to parse", "JSON object", "non-empty 'inputs'"):
+        assert any(n in body["error"] for n in ("'INPUT", "'NOPE'", "'OUT9'")), body  # and the tensor
     still_serves(server)
 
 
@@ -134,6 +136,8 @@ def test_element_count_over_limit_refused(limited):
     doc = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [10**12, 10**12], "data": [1.0]}]}
     status, body = infer(limited, "identity_fp32", doc)
     assert status == 400 and "over the limit of 1000" in body["error"]
+    assert body["error"].startswith("model 'identity_fp32', input 'INPUT0'")
+    assert "at least" in body["error"]  # refused before the whole product was computed
     still_serves(limited)
 
 

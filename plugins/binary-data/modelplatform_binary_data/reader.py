@@ -22,7 +22,7 @@ class BodyReader:
         self, name: str, datatype: str, shape: list[int], size: int, limits: Limits
     ) -> np.ndarray:
         """The ``parse_request`` callback for an input with ``binary_data_size``."""
-        count = element_count(shape, limits.max_tensor_elements)
+        count = element_count(shape, limits.max_tensor_elements, name)
         left = len(self.view) - self.offset
         if size > left:
             raise InvalidArgument(

@@ -100,13 +100,13 @@ class RepositoryRoutes:
     async def load(self, request: Request, model: str, repo: str = "") -> HTTPResponse:
         self._admit(request, repo)
         await self.ops.load(model, load_parameters(_parameters(_body(request))))
-        return HTTPResponse(status=200)
+        return HTTPResponse(status=200, content_type="text/plain; charset=utf-8")
 
     async def unload(self, request: Request, model: str, repo: str = "") -> HTTPResponse:
         self._admit(request, repo)
         _check_unload(_parameters(_body(request)))
         await self.ops.unload(model)
-        return HTTPResponse(status=200)
+        return HTTPResponse(status=200, content_type="text/plain; charset=utf-8")
 
 
 async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:

@@ -19,7 +19,7 @@ from .codec import Limits
 
 def array_from_json(name: str, datatype: str, shape: list[int], data: Any, limits: Limits) -> np.ndarray:
     """The input's data as an array of ``shape``; raises InvalidArgument on any mismatch."""
-    count = element_count(shape, limits.max_tensor_elements)
+    count = element_count(shape, limits.max_tensor_elements, name)
     if not isinstance(data, list):
         data = [data]
     if datatype == "BYTES":

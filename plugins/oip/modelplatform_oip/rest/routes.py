@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import structlog
 from sanic import Blueprint, HTTPResponse, Request
 
 from modelplatform import (
@@ -27,6 +28,8 @@ from .response import OipResponse
 from .status import http_status
 from .transfer import STREAM_FROM_BYTES, send_parts
 
+log = structlog.get_logger("modelplatform_oip.rest")
+
 MODEL = "/v2/models/<model:str>"
 VERSIONED = "/v2/models/<model:str>/versions/<version:int>"
 
@@ -37,8 +40,12 @@ def _json(data: Any, status: int = 200) -> HTTPResponse:
     return OipResponse(orjson.dumps(data), status=status, content_type="application/json")
 
 
+#: Empty answers still name a content type (Sanic would send the text "None").
+EMPTY_TYPE = "text/plain; charset=utf-8"
+
+
 def _empty(ok: bool) -> HTTPResponse:
-    return HTTPResponse(status=200 if ok else 400)
+    return HTTPResponse(status=200 if ok else 400, content_type=EMPTY_TYPE)
 
 
 def metadata_json(meta: ModelMetadata) -> dict[str, Any]:
@@ -72,7 +79,7 @@ class OipRoutes:
 
     async def model_ready(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
         if self.dataplane.model_ready(model, _v(version)):
-            return HTTPResponse(status=200)
+            return HTTPResponse(status=200, content_type=EMPTY_TYPE)
         return json_error("Model version not ready", 400)
 
     async def model_metadata(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
@@ -84,11 +91,10 @@ class OipRoutes:
     async def infer(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
         headers = request.headers
         body = decoded_body(request.body, headers.get("content-encoding"), self.max_body)
-        header_length = headers.get(HEADER_LENGTH)
-        if header_length is None:
-            inference = parse_request(load_json(body), model, _v(version), self.limits)
-        else:
-            inference = self._decode_binary(body, header_length, model, _v(version))
+        try:
+            inference = self._decode(body, headers.get(HEADER_LENGTH), model, _v(version))
+        except InvalidArgument as error:
+            raise error.naming_model(model) from None
         response = await self.dataplane.infer(inference)
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
@@ -110,6 +116,11 @@ class OipRoutes:
         stats = await self.dataplane.statistics(model, _v(version))
         return _json({"model_stats": [s.to_json() for s in stats]})
 
+    def _decode(self, body: Any, header_length: str | None, model: str, version: str) -> Any:
+        if header_length is None:
+            return parse_request(load_json(body), model, version, self.limits)
+        return self._decode_binary(body, header_length, model, version)
+
     def _decode_binary(self, body: bytes | bytearray, header_length: str, model: str, version: str) -> Any:
         if self.binary is None:
             raise InvalidArgument(
@@ -130,6 +141,8 @@ def _v(version: int | None) -> str:
 
 
 async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
+    if not error.logged:  # refused while decoding, before the dataplane saw it
+        log.info("request_failed", path=request.path, code=error.code.value, error=error.message)
     return json_error(error.message, http_status(error))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from modelplatform import (
+    DATATYPES,
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
@@ -42,6 +43,14 @@ TYPED_FIELD: dict[str, str] = {
 
 
 def decode_request(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
+    """The request as the core's; a decoding error names the model and the input."""
+    try:
+        return _decode(message, limits)
+    except InvalidArgument as error:
+        raise error.naming_model(message.model_name) from None
+
+
+def _decode(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
     raw = message.raw_input_contents
     if raw and len(raw) != len(message.inputs):
         raise InvalidArgument(
@@ -67,10 +76,11 @@ def _input(
     item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limits: Limits
 ) -> Tensor:
     name, datatype, shape = item.name, item.datatype, list(item.shape)
-    numpy_dtype(datatype)  # refuses unknown datatypes by name
+    if datatype not in DATATYPES:
+        raise InvalidArgument(f"input '{name}': unknown datatype '{datatype}'")
     if raw is not None and item.HasField("contents"):
         raise InvalidArgument(f"input '{name}': contents and raw_input_contents are both set")
-    count = element_count(shape, limits.max_tensor_elements)
+    count = element_count(shape, limits.max_tensor_elements, name)
     if raw is not None:
         array = raw_array(name, datatype, count, raw, limits)
     else:
