@@ -22,6 +22,9 @@ from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
 SERVICE = "inference.GRPCInferenceService"
+#: Triton's gRPC metadata for restricted APIs is ``triton-grpc-protocol-<key>``;
+#: the bare ``<key>`` is accepted too.
+GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
 
 
 def load_parameters(params: Any) -> LoadParameters:
@@ -54,7 +57,7 @@ class RepositoryService:
 
     def _admit(self, context: grpc.aio.ServicerContext, repo: str) -> None:
         metadata = {key.lower(): value for key, value in context.invocation_metadata() or ()}
-        self.restriction.check(metadata.get)
+        self.restriction.check(lambda key: metadata.get(GRPC_HEADER_PREFIX + key, metadata.get(key)))
         self.ops.check_repository(repo)
 
     async def index(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

@@ -43,10 +43,13 @@ def test_restricted_api_needs_the_header_over_grpc(restricted):
         except InferenceServerException as e:
             denied = [e.status(), e.message()]
         allowed = client.get_model_repository_index(headers={"x-admin-key": "s3cret"}, as_json=True)
-        result = [denied, [m["name"] for m in allowed["models"]]]
+        triton = client.get_model_repository_index(
+            headers={"triton-grpc-protocol-x-admin-key": "s3cret"}, as_json=True)
+        result = [denied, [m["name"] for m in allowed["models"]], [m["name"] for m in triton["models"]]]
     """)
     assert result[0] == ["StatusCode.PERMISSION_DENIED", "This API is restricted, expecting header 'x-admin-key'"]
     assert result[1] == ["echo"]
+    assert result[2] == ["echo"]  # Triton's own metadata name for restricted protocols
 
 
 def test_uploads_are_refused_unless_the_operator_allows_them(restricted):
