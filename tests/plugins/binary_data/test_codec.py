@@ -132,3 +132,32 @@ def test_no_binary_flags_means_json():
         BinaryCodec().wants_response(
             InferenceRequest("m", [], parameters={"binary_data_output": 1})
         )
+
+
+def test_bf16_travels_binary_both_ways_and_not_as_json():
+    """BF16 is carried as uint16 bit patterns (the upper half of each float32)."""
+    values = np.array([1.0, -2.5, 65536.0], dtype=np.float32)
+    bits = (values.view(np.uint32) >> 16).astype("<u2")
+    config = from_proto(parse_text("""
+    name: "identity_bf16" backend: "python"
+    input [ { name: "INPUT0" data_type: TYPE_BF16 dims: [ -1 ] } ]
+    output [ { name: "OUTPUT0" data_type: TYPE_BF16 dims: [ -1 ] } ]
+    """))  # fmt: skip
+    header = {"inputs": [{"name": "INPUT0", "datatype": "BF16", "shape": [3],
+                          "parameters": {"binary_data_size": 6}}]}  # fmt: skip
+    body, length = _body(header, bits.tobytes())
+    request = BinaryCodec().decode(body, length, "identity_bf16", "", config, LIMITS)
+    (tensor,) = request.inputs
+    assert tensor.datatype == "BF16" and tensor.data.tolist() == bits.tolist()
+    output = Tensor("OUTPUT0", "BF16", (3,), tensor.data)
+    wanted = InferenceRequest("identity_bf16", [], parameters={"binary_data_output": True})
+    encoded = BinaryCodec().encode(InferenceResponse("identity_bf16", "1", [output]), wanted)
+    split = int(encoded.headers["Inference-Header-Content-Length"])
+    out = json.loads(encoded.joined()[:split])["outputs"][0]
+    assert out["datatype"] == "BF16" and out["parameters"] == {"binary_data_size": 6}
+    restored = (np.frombuffer(encoded.joined()[split:], "<u2").astype(np.uint32) << 16).view(np.float32)
+    assert restored.tolist() == values.tolist()  # these three values are exact in BF16
+    as_json = {"inputs": [{"name": "INPUT0", "datatype": "BF16", "shape": [3], "data": [1.0, 2.0, 3.0]}]}
+    json_body, json_length = _body(as_json)
+    with pytest.raises(InvalidArgument, match="BF16"):
+        BinaryCodec().decode(json_body, json_length, "identity_bf16", "", config, LIMITS)
