@@ -215,8 +215,20 @@ def _map_entry(key: str, value: Any, datatype: str, config: ModelConfig) -> Tens
     else:
         if spec is not None and spec.datatype not in ("BYTES", "BOOL", "BF16"):
             datatype = spec.datatype  # a number feeds any numeric input (s_i32 -> INT64, ...)
-        data = np.asarray([value]).astype(numpy_dtype(datatype))
+        data = _map_number(key, value, datatype)
     return Tensor(key, datatype, shape, data.reshape(shape))
+
+
+def _map_number(key: str, value: float | int, datatype: str) -> np.ndarray:
+    """A gmap number as ``datatype``, refused when it would be truncated or wrap around."""
+    target = numpy_dtype(datatype)
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        whole = isinstance(value, int) or float(value).is_integer()  # NaN/inf are not
+        if not whole or not info.min <= int(value) <= info.max:
+            raise InvalidArgument(f"gmap '{key}': {value!r} is not a whole number that fits {datatype}")
+        return np.asarray([int(value)], dtype=target)
+    return np.asarray([value], dtype=target)
 
 
 # ---- response ----

@@ -129,6 +129,14 @@ def test_gmap_feeds_named_inputs(grps_server: ServerProcess) -> None:
     assert reply["gtensors"]["tensors"] == [{"name": "INDEX", "dtype": "DT_INT32", "shape": [1], "flat_int32": [2]}]
 
 
+@pytest.mark.parametrize("value", [3.5, 1e12, -1e12])
+def test_gmap_never_truncates_into_an_integer_input(grps_server: ServerProcess, value: float) -> None:
+    body = {"model": "stream_counter", "gmap": {"s_f": {"COUNT": value}}}
+    status, reply = call_json(grps_server, "POST", PREDICT, body)
+    assert status == 400 and reply["status"]["status"] == "FAILURE"
+    assert "COUNT" in reply["status"]["msg"] and "whole number" in reply["status"]["msg"]
+
+
 def test_payload_model_wins_over_query_and_default_applies(grps_server: ServerProcess) -> None:
     status, reply = call_json(
         grps_server, "POST", f"{PREDICT}?model=identity_fp32", {"model": "identity_bytes", "str_data": "x"}
