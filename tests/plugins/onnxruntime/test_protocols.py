@@ -93,6 +93,43 @@ def test_grps_rest_gtensors(server):
     np.testing.assert_allclose(np.array(by_name["OUTPUT1"]["flat_float32"]).reshape(2, 16), a - b)
 
 
+@pytest.mark.skipif("tfserving-grpc" not in INSTALLED, reason="tfserving-grpc plugin is not installed")
+def test_tfserving_grpc_predict(server):
+    grpc = pytest.importorskip("grpc")
+    from modelplatform_tfserving.protos import serving_apis_pb2 as apis
+    from modelplatform_tfserving.protos import services_pb2_grpc as services
+    from modelplatform_tfserving.protos import tensorflow_pb2 as tf
+
+    a, b = _inputs()
+    request = apis.PredictRequest(model_spec=apis.ModelSpec(name=MODEL))
+    for name, array in (("INPUT0", a), ("INPUT1", b)):
+        proto = request.inputs[name]
+        proto.dtype, proto.tensor_content = tf.DT_FLOAT, array.tobytes()
+        proto.tensor_shape.dim.add(size=2)
+        proto.tensor_shape.dim.add(size=16)
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        reply = services.PredictionServiceStub(channel).Predict(request, timeout=30)
+    out = reply.outputs["OUTPUT1"]
+    np.testing.assert_allclose(np.frombuffer(out.tensor_content, np.float32).reshape(2, 16), a - b)
+
+
+@pytest.mark.skipif("grps-grpc" not in INSTALLED, reason="grps-grpc plugin is not installed")
+def test_grps_grpc_gtensors(server):
+    grpc = pytest.importorskip("grpc")
+    from modelplatform_grps.protos import grps_pb2, grps_pb2_grpc
+
+    a, b = _inputs()
+    message = grps_pb2.GrpsMessage(model=f"{MODEL}-1")
+    for name, array in (("INPUT0", a), ("INPUT1", b)):
+        message.gtensors.tensors.add(name=name, dtype=grps_pb2.DT_FLOAT32, shape=[2, 16],
+                                     flat_float32=array.ravel().tolist())  # fmt: skip
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        reply = grps_pb2_grpc.GrpsServiceStub(channel).Predict(message, timeout=30)
+    assert reply.status.status == grps_pb2.Status.SUCCESS
+    by_name = {t.name: t for t in reply.gtensors.tensors}
+    np.testing.assert_allclose(np.array(by_name["OUTPUT0"].flat_float32).reshape(2, 16), a + b)
+
+
 def test_served_config_is_completed_from_the_graph(tmp_path):
     (tmp_path / "auto_onnx" / "1").mkdir(parents=True)
     shutil.copy(REPOSITORY / "simple_onnx" / "1" / "model.onnx", tmp_path / "auto_onnx" / "1")
