@@ -142,7 +142,8 @@ def _v(version: int | None) -> str:
 
 async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
     if not error.logged:  # refused while decoding, before the dataplane saw it
-        log.info("request_failed", path=request.path, code=error.code.value, error=error.message)
+        model = request.match_info.get("model", "")
+        log.info("request_failed", model=model, path=request.path, code=error.code.value, error=error.message)
     return json_error(error.message, http_status(error))
 
 
