@@ -40,7 +40,7 @@ from .errors import (
     Unavailable,
     Unsupported,
 )
-from .grpc_server import GrpcService
+from .grpc_server import GrpcService, grpc_status
 from .http_server import HttpDialect, json_error
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
 from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
@@ -104,6 +104,7 @@ __all__ = [
     "element_size",
     "encode_bytes",
     "from_buffer",
+    "grpc_status",
     "hookimpl",
     "json_error",
     "numpy_dtype",

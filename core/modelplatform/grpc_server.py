@@ -13,10 +13,31 @@ from typing import TYPE_CHECKING
 import grpc
 import structlog
 
+from .errors import ErrorCode, ModelPlatformError
+
 if TYPE_CHECKING:
     from .server import ServerContext
 
 log = structlog.get_logger("modelplatform.grpc")
+
+#: Neutral error codes -> canonical gRPC status codes (Triton's and TF Serving's mapping).
+GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {
+    ErrorCode.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
+    ErrorCode.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    ErrorCode.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    ErrorCode.UNSUPPORTED: grpc.StatusCode.UNIMPLEMENTED,
+    ErrorCode.ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    ErrorCode.CANCELLED: grpc.StatusCode.CANCELLED,
+    ErrorCode.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
+    ErrorCode.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    ErrorCode.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
+    ErrorCode.INTERNAL: grpc.StatusCode.INTERNAL,
+}
+
+
+def grpc_status(error: ModelPlatformError) -> grpc.StatusCode:
+    """The gRPC status for a platform error (dialects with in-band errors don't need it)."""
+    return GRPC_STATUS.get(error.code, grpc.StatusCode.UNKNOWN)
 INT32_MAX = 2**31 - 1
 
 

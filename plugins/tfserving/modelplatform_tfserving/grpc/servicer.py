@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import grpc
 import structlog
 
-from modelplatform import ErrorCode, InvalidArgument, ModelPlatformError, ServerContext
+from modelplatform import InvalidArgument, ModelPlatformError, ServerContext, grpc_status
 
 from ..examples import Example, example_from_proto
 from ..servables import Selector, status as model_status
@@ -28,18 +28,6 @@ from .tensor_proto import from_array, to_array
 log = structlog.get_logger("modelplatform_tfserving.grpc")
 SIGNATURE_DEF = "signature_def"
 
-GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {
-    ErrorCode.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
-    ErrorCode.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
-    ErrorCode.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
-    ErrorCode.UNSUPPORTED: grpc.StatusCode.UNIMPLEMENTED,
-    ErrorCode.ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
-    ErrorCode.CANCELLED: grpc.StatusCode.CANCELLED,
-    ErrorCode.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
-    ErrorCode.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    ErrorCode.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
-    ErrorCode.INTERNAL: grpc.StatusCode.INTERNAL,
-}
 _STATES = {name: apis.ModelVersionStatus.State.Value(name) for name in apis.ModelVersionStatus.State.keys()}
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
@@ -53,7 +41,7 @@ def rpc(method: Handler) -> Handler:
         try:
             return await method(self, request, context)
         except ModelPlatformError as error:
-            await context.abort(GRPC_STATUS.get(error.code, grpc.StatusCode.INTERNAL), error.message)
+            await context.abort(grpc_status(error), error.message)
         except Exception as error:  # noqa: BLE001 - a bug must not kill the stream
             log.error("rpc_failed", method=method.__name__, error=type(error).__name__)
             await context.abort(grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}")
