@@ -40,6 +40,7 @@ from .errors import (
     Unavailable,
     Unsupported,
 )
+from .fastlane import FastResponse, FastRoute
 from .grpc_server import GrpcService, grpc_status
 from .http_server import HttpDialect, json_error
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
@@ -62,6 +63,8 @@ __all__ = [
     "DeadlineExceeded",
     "ErrorCode",
     "ExecuteResult",
+    "FastResponse",
+    "FastRoute",
     "GrpcService",
     "HttpDialect",
     "IndexEntry",

@@ -14,14 +14,17 @@ twice): binary dialects then hand the model numpy views over that buffer.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
 from sanic import Blueprint, HTTPResponse, Request, Sanic
 from sanic.exceptions import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, SanicException
+
+from .fastlane import FastResponse, FastRoute, FastRouter
 
 if TYPE_CHECKING:
     from .server import ServerContext
@@ -48,6 +51,10 @@ class HttpDialect:
     extensions: tuple[str, ...] = ()
     path_prefix: str = ""
     render_error: Callable[[str, int], HTTPResponse] | None = None
+    #: Hot routes answered by the fast lane (see modelplatform.fastlane); each must
+    #: behave exactly as the blueprint's route for the same path, which still
+    #: serves every request the lane passes on.
+    fast_routes: Callable[[ServerContext], Sequence[FastRoute]] | None = None
 
 
 def json_error(message: str, status: int) -> HTTPResponse:
@@ -94,9 +101,11 @@ async def _read_into(stream: Any, length: int) -> bytearray:
 
 
 def create_app(context: ServerContext) -> Sanic:
-    app = Sanic(
-        f"modelplatform_{next(_app_numbers)}", configure_logging=False, request_class=BufferedRequest
-    )
+    number = next(_app_numbers)
+    app = Sanic(f"modelplatform_{number}", configure_logging=False, request_class=BufferedRequest)
+    # Sanic's TouchUp rewrites its protocol classes process-wide and cannot run
+    # twice; a second app in one process (tests) keeps the first app's rewrite.
+    app.config.TOUCHUP = number == 0
     app.config.REQUEST_MAX_SIZE = context.settings.max_request_bytes
     app.config.KEEP_ALIVE_TIMEOUT = 75
     app.config.NOISY_EXCEPTIONS = False
@@ -110,6 +119,8 @@ def create_app(context: ServerContext) -> Sanic:
     app.error_handler.add(PayloadTooLarge, errors.too_large)
     app.error_handler.add(SanicException, errors.sanic_error)
     app.error_handler.add(Exception, errors.internal)
+    routes = [r for d in context.dialects.values() if d.fast_routes for r in d.fast_routes(context)]
+    app.ctx.fast_lane = SimpleNamespace(router=FastRouter(routes), on_error=errors.fast_internal)
     return app
 
 
@@ -125,8 +136,11 @@ class FrameworkErrors:
         self._owners = sorted(owners, key=lambda owner: -len(owner[0]))
 
     def render(self, request: Request, message: str, status: int) -> HTTPResponse:
+        return self._render(request.path, message, status)
+
+    def _render(self, path: str, message: str, status: int) -> HTTPResponse:
         for prefix, render in self._owners:
-            if request.path.startswith(prefix):
+            if path.startswith(prefix):
                 return render(message, status)  # type: ignore[misc]
         return json_error(message, status)
 
@@ -143,5 +157,13 @@ class FrameworkErrors:
         return self.render(request, str(exception) or "bad request", exception.status_code)
 
     def internal(self, request: Request, exception: Exception) -> HTTPResponse:
-        log.error("request_failed", path=request.path, error=type(exception).__name__)
-        return self.render(request, f"internal error: {type(exception).__name__}", 500)
+        return self._internal(request.path, exception)
+
+    def fast_internal(self, path: str, exception: Exception) -> FastResponse:
+        """:meth:`internal` for the fast lane, which has no Sanic request."""
+        response = self._internal(path, exception)
+        return FastResponse(response.status, bytes(response.body or b""), response.content_type or "")
+
+    def _internal(self, path: str, exception: Exception) -> HTTPResponse:
+        log.error("request_failed", path=path, error=type(exception).__name__)
+        return self._render(path, f"internal error: {type(exception).__name__}", 500)

@@ -26,6 +26,7 @@ from .backend import BackendRegistry
 from .codecs import CodecRegistry
 from .dataplane import DataPlane
 from .errors import ModelPlatformError, PluginError
+from .fastlane import FastLaneProtocol
 from .grpc_server import GrpcService, start_grpc_server
 from .http_server import HttpDialect, create_app
 from .logging import configure
@@ -119,6 +120,7 @@ class RunningServer:
             sock=_shared_socket(settings.host, settings.http_port) if shared else None,
             return_asyncio_server=True,
             access_log=False,
+            protocol=FastLaneProtocol if self.app.ctx.fast_lane.router else None,
         )
         await self._http.startup()
         await self._http.before_start()

@@ -1,0 +1,191 @@
+"""The HTTP fast lane: which requests it answers, which it leaves to Sanic, and order.
+
+A test dialect serves the same path twice: its Sanic route answers
+``sanic:<body>`` and its fast route ``fast:<body>``, so every response says
+who answered it. Clients are raw sockets, to control framing exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from sanic import Blueprint, HTTPResponse, Request
+
+from modelplatform import FastResponse, FastRoute, HttpDialect, Settings, hookimpl
+from modelplatform.fastlane import FAST_BODY_LIMIT, FastRouter
+from modelplatform.testing import InProcessServer, free_port
+
+
+async def _sanic_echo(request: Request, name: str, **_: object) -> HTTPResponse:
+    return HTTPResponse(b"sanic:" + request.body, content_type="text/plain")
+
+
+async def _fast_echo(parameters: dict[str, str], headers: Mapping[str, str], body: bytes) -> FastResponse:
+    if parameters["name"] == "slow":
+        await asyncio.sleep(0.2)
+    if parameters["name"] == "boom":
+        raise RuntimeError("the handler broke")
+    extra = {"x-version": parameters.get("version", "-")}
+    return FastResponse(200, b"fast:" + body, "text/plain", extra)
+
+
+def _blueprint(context: object) -> Blueprint:
+    bp = Blueprint("lanetest")
+    bp.add_route(_sanic_echo, "/lane/<name:str>/echo", methods=["POST"], name="echo")
+    bp.add_route(_sanic_echo, "/lane/<name:str>/versions/<version:int>/echo", methods=["POST"], name="echo_v")
+    return bp
+
+
+def _fast_routes(context: object) -> list[FastRoute]:
+    return [
+        FastRoute("POST", "/lane/{name}/echo", _fast_echo),
+        FastRoute("POST", "/lane/{name}/versions/{version:int}/echo", _fast_echo),
+    ]
+
+
+class LaneTestPlugin:
+    @staticmethod
+    @hookimpl
+    def register_http_dialects(settings: Settings) -> list[HttpDialect]:
+        return [HttpDialect("lanetest", _blueprint, fast_routes=_fast_routes)]
+
+
+@pytest.fixture
+async def port(tmp_path: Path):
+    settings = Settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
+                        grpc_port=free_port(), plugins=("oip-rest",))  # fmt: skip
+    async with InProcessServer(settings, [LaneTestPlugin]):
+        yield settings.http_port
+
+
+def post(path: str, body: bytes = b"x", *headers: str, version: str = "1.1") -> bytes:
+    lines = [f"POST {path} HTTP/{version}", "Host: test", f"Content-Length: {len(body)}", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    while head.startswith(b"HTTP/1.1 100 "):  # Sanic's interim answer to Expect
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    status_line, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
+    body = await asyncio.wait_for(reader.readexactly(int(headers.get("content-length", "0"))), 5)
+    return int(status_line.split()[1]), headers, body
+
+
+async def exchange(port: int, *chunks: bytes, responses: int = 1, pause: float = 0.0):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for chunk in chunks:
+            writer.write(chunk)
+            await writer.drain()
+            if pause:
+                await asyncio.sleep(pause)
+        return [await read_response(reader) for _ in range(responses)]
+    finally:
+        writer.close()
+
+
+async def test_a_plain_keep_alive_post_takes_the_lane(port):
+    [(status, headers, body)] = await exchange(port, post("/lane/a/echo", b"hello"))
+    assert (status, body) == (200, b"fast:hello")
+    assert headers["content-type"] == "text/plain" and headers["connection"] == "keep-alive"
+    assert headers["x-version"] == "-"
+
+
+async def test_path_parameters_bind_like_sanic(port):
+    [(_, headers, body)] = await exchange(port, post("/lane/a/versions/007/echo"))
+    assert body == b"fast:x" and headers["x-version"] == "7"
+    [(_, _, body)] = await exchange(port, post("/lane/a/versions/v7/echo"))
+    assert not body.startswith(b"fast:")  # not an int: Sanic's router decides (404)
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        post("/lane/a/echo?x=1"),
+        post("/lane/%61/echo"),
+        post("/lane/a/echo", b"x", "Connection: close"),
+        post("/lane/a/echo", version="1.0"),
+        post("/lane/a/echo", b"x", "Expect: 100-continue"),
+        b"POST /lane/a/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+        post("/lane/a/echo", b"x" * (FAST_BODY_LIMIT + 1)),
+    ],
+    ids=["query", "percent", "close", "http10", "expect", "chunked", "large"],
+)
+async def test_everything_unusual_goes_to_sanic(port, request_bytes):
+    [(status, _, body)] = await exchange(port, request_bytes)
+    assert status == 200 and body.startswith(b"sanic:x")
+
+
+async def test_other_methods_and_paths_are_sanics(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /lane/a/echo HTTP/1.1\r\nHost: t\r\n\r\n")
+    status, _, _ = await read_response(reader)
+    assert status == 405
+    writer.write(post("/nowhere"))
+    status, _, body = await read_response(reader)
+    assert status == 404 and b"Not Found" in body
+    writer.close()
+
+
+async def test_pipelined_requests_are_answered_in_order(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(post("/lane/slow/echo", b"1") + post("/lane/a/echo?q", b"2") + post("/lane/a/echo", b"3"))
+    answers = [(await read_response(reader))[2] for _ in range(3)]
+    # What arrived behind a request for Sanic is Sanic's too (the lane cannot
+    # know where a request it does not parse ends); order is kept either way.
+    assert answers == [b"fast:1", b"sanic:2", b"sanic:3"]
+    writer.write(post("/lane/a/echo", b"4"))  # Sanic idle again: the lane takes over
+    assert (await read_response(reader))[2] == b"fast:4"
+    writer.close()
+
+
+async def test_a_request_split_across_packets_still_takes_the_lane(port):
+    whole = post("/lane/a/echo", b"0123456789")
+    chunks = (whole[:3], whole[3:30], whole[30:-4], whole[-4:])
+    [(status, _, body)] = await exchange(port, *chunks, pause=0.05)
+    assert (status, body) == (200, b"fast:0123456789")
+
+
+async def test_a_failing_handler_answers_500_and_the_connection_goes_on(port):
+    answers = await exchange(port, post("/lane/boom/echo") + post("/lane/a/echo"), responses=2)
+    (status, headers, body), (after, _, after_body) = answers
+    assert status == 500 and body == b'{"error":"internal error: RuntimeError"}'
+    assert headers["content-type"] == "application/json"
+    assert (after, after_body) == (200, b"fast:x")
+
+
+async def test_malformed_heads_get_sanics_400(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /lane/a/echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy")
+    status, _, _ = await read_response(reader)
+    assert status == 400
+    writer.close()
+    [(status, _, _)] = await exchange(port, b"POST /lane/a/echo HTTP/1.1\r\nBad Header\r\n\r\n")
+    assert status == 400
+
+
+async def test_a_client_gone_mid_request_leaves_the_server_serving(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(post("/lane/slow/echo"))
+    await writer.drain()
+    writer.close()  # gone before the 0.2 s answer
+    await asyncio.sleep(0.3)
+    [(status, _, body)] = await exchange(port, post("/lane/a/echo"))
+    assert (status, body) == (200, b"fast:x")
+
+
+def test_router_matches_by_segments():
+    async def handler(parameters, headers, body):  # pragma: no cover - never called
+        raise AssertionError
+
+    router = FastRouter([FastRoute("POST", "/v2/models/{model}/versions/{version:int}/infer", handler)])
+    assert router.match(b"POST", "/v2/models/m/versions/3/infer") == (handler, {"model": "m", "version": "3"})
+    assert router.match(b"POST", "/v2/models//versions/3/infer") is None
+    assert router.match(b"POST", "/v2/models/m/versions/-3/infer") is None
+    assert router.match(b"PUT", "/v2/models/m/versions/3/infer") is None
+    assert router.match(b"POST", "/v2/models/m/infer") is None
