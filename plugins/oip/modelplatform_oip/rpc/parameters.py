@@ -11,6 +11,8 @@ _INT64_MAX = 2**63 - 1
 
 
 def from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
+    if not parameters:  # the common case: skips a Python-level items() view per call
+        return {}
     values: dict[str, Any] = {}
     for key, parameter in parameters.items():
         choice = parameter.WhichOneof("parameter_choice")
