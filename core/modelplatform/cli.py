@@ -83,6 +83,10 @@ def serve(
     workers: Annotated[
         Optional[int], typer.Option(help="Server processes sharing the ports (SO_REUSEPORT).")
     ] = None,
+    http_fast_lane: Annotated[
+        Optional[bool],
+        typer.Option("--http-fast-lane/--no-http-fast-lane", help="C-parsed fast path for OIP infer."),
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -103,6 +107,7 @@ def serve(
         "max_request_bytes": max_request_bytes,
         "max_tensor_elements": max_tensor_elements,
         "max_bytes_element": max_bytes_element,
+        "http_fast_lane": http_fast_lane,
         "workers": workers,
     }
     settings = _settings(config, overrides)

@@ -120,7 +120,7 @@ class RunningServer:
             sock=_shared_socket(settings.host, settings.http_port) if shared else None,
             return_asyncio_server=True,
             access_log=False,
-            protocol=FastLaneProtocol if self.app.ctx.fast_lane.router else None,
+            protocol=FastLaneProtocol if settings.http_fast_lane and self.app.ctx.fast_lane.router else None,
         )
         await self._http.startup()
         await self._http.before_start()

@@ -56,6 +56,8 @@ class Settings:
     server_name: str = "modelplatform"
     #: Server processes sharing the ports (SO_REUSEPORT); see cluster.py.
     workers: int = 1
+    #: Answer dialects' hot HTTP routes (OIP infer) in the C-parsed fast lane (fastlane.py).
+    http_fast_lane: bool = True
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:

@@ -179,6 +179,14 @@ async def test_a_client_gone_mid_request_leaves_the_server_serving(port):
     assert (status, body) == (200, b"fast:x")
 
 
+async def test_the_lane_can_be_switched_off(tmp_path):
+    settings = Settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
+                        grpc_port=free_port(), plugins=("oip-rest",), http_fast_lane=False)  # fmt: skip
+    async with InProcessServer(settings, [LaneTestPlugin]):
+        [(status, _, body)] = await exchange(settings.http_port, post("/lane/a/echo"))
+    assert (status, body) == (200, b"sanic:x")
+
+
 def test_router_matches_by_segments():
     async def handler(parameters, headers, body):  # pragma: no cover - never called
         raise AssertionError
