@@ -159,6 +159,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run scenarios whose label contains this text")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--server-args", default="", help="extra `platform serve` arguments")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="measure each scenario (ours, then the ceiling) this many times; report medians")
     args = parser.parse_args()
     chosen = [s for s in scenarios() if args.only in s.label]
     repository = bench_repository()
@@ -169,10 +171,8 @@ def main() -> None:
         canned = {kind: Canned(kind, folder) for kind in ("http", "grpc", "grpc-sync")}
         try:
             for scenario in chosen:
-                ours = measure(scenario, server.http_url, server.grpc_url)
-                ceiling, by = measure_ceiling(scenario, canned)
-                results.append({"scenario": scenario.label, "ours": ours, "ceiling": ceiling, "ceiling_server": by})
-                print_row(results[-1])
+                rows = [measure_pair(scenario, server, canned) for _ in range(max(1, args.repeat))]
+                results.append(median_row(rows))
         finally:
             for server_process in canned.values():
                 server_process.stop()
@@ -180,6 +180,23 @@ def main() -> None:
     print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+
+
+def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Canned]) -> dict:
+    """Ours, then the ceiling, back to back (the machine's load drifts between runs)."""
+    ours = measure(scenario, server.http_url, server.grpc_url)
+    ceiling, by = measure_ceiling(scenario, canned)
+    row = {"scenario": scenario.label, "ours": ours, "ceiling": ceiling, "ceiling_server": by}
+    print_row(row)
+    return row
+
+
+def median_row(rows: list[dict]) -> dict:
+    """Median of ours and of the ceiling over repeated pairs (one run: that run)."""
+    middle = len(rows) // 2
+    ours = sorted(r["ours"] for r in rows)[middle]
+    ceiling = sorted(r["ceiling"] for r in rows)[middle]
+    return {**rows[0], "ours": ours, "ceiling": ceiling, "runs": len(rows)}
 
 
 def print_row(row: dict) -> None:
