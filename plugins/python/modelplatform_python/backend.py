@@ -25,6 +25,12 @@ several dicts: such a model streams (grps streaming); over unary protocols
 its last yield is the response. An exception raised by user code fails that
 request alone, with a clean error; the server keeps serving.
 
+Each instance (``instance_group { count: N }``) runs in the server process by
+default; with the model parameter ``python.instance_kind`` set to
+``process``, each runs the ``Model`` in its own child process instead, so
+pure-Python code runs in parallel (processes.py; no generator, ``http()`` or
+Triton models there).
+
 An optional ``http(self, body, headers)`` method (sync or async) answers a
 raw request on the model's own route (grps ``grps.http_path``): it returns
 bytes or str, ``(body, content_type)``, or an iterator of chunks to stream
@@ -58,6 +64,7 @@ from .batching import join_inputs, split_outputs
 from .calls import InstanceCaller
 from .loader import forget_module, import_model_module
 from .outputs import to_tensors
+from .processes import PROCESS, ProcessInstance, instance_kind
 from .triton import TritonModelRunner
 from .raw import call_http
 
@@ -74,8 +81,13 @@ class PythonBackend(Backend):
         self._streams = False
         self._infer_awaits = False  # resolved at load, not per request
         self._caller = InstanceCaller(f"{config.name}-{instance_index}")
+        self._process: ProcessInstance | None = None  # python.instance_kind "process"
 
     async def load(self) -> None:
+        if instance_kind(self.config) == PROCESS:  # the model runs in a child (processes.py)
+            self._process = ProcessInstance(self.config, self.version_dir, self.instance_index)
+            await self._process.start()
+            return
         self._module = await asyncio.to_thread(import_model_module, self.version_dir)
         triton_class = getattr(self._module, "TritonPythonModel", None)
         if triton_class is not None:  # written for Triton's python backend (triton.py)
@@ -97,7 +109,10 @@ class PythonBackend(Backend):
 
     async def unload(self) -> None:
         try:
-            await _call(getattr(self._model, "unload", None))
+            if self._process is not None:
+                await self._process.stop()
+            else:
+                await _call(getattr(self._model, "unload", None))
         finally:
             self._caller.close()
             self._model = None
@@ -158,6 +173,8 @@ class PythonBackend(Backend):
             return ModelExecutionError(self.config.name, error)
 
     async def _infer(self, inputs: dict[str, np.ndarray]) -> Any:
+        if self._process is not None:
+            return await self._process.infer(inputs)
         if self._infer_awaits:
             return await self._model.infer(inputs)
         return await self._caller.call(self._model.infer, inputs)
