@@ -15,7 +15,7 @@ import pytest
 from sanic import Blueprint, HTTPResponse, Request
 
 from modelplatform import FastResponse, FastRoute, HttpDialect, Settings, hookimpl
-from modelplatform.fastlane import FAST_BODY_LIMIT, FastRouter
+from modelplatform.fastlane import FAST_BODY_LIMIT, HEAD_LIMIT, FastRouter
 from modelplatform.testing import InProcessServer, free_port
 
 
@@ -167,6 +167,15 @@ async def test_malformed_heads_get_sanics_400(port):
     writer.close()
     [(status, _, _)] = await exchange(port, b"POST /lane/a/echo HTTP/1.1\r\nBad Header\r\n\r\n")
     assert status == 400
+
+
+async def test_an_endless_head_is_sanics_to_refuse(port):
+    head = b"POST /lane/a/echo HTTP/1.1\r\nX-Long: " + b"a" * (HEAD_LIMIT + 100)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head)  # no blank line ever comes
+    status, _, _ = await read_response(reader)
+    assert status == 413  # Sanic's header limit, not a lane that buffers forever
+    writer.close()
 
 
 async def test_a_client_gone_mid_request_leaves_the_server_serving(port):
