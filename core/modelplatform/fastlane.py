@@ -68,13 +68,17 @@ class FastRoute:
     handler: FastHandler
 
 
+#: A compiled path: per segment (kind, text), see ``_compile``.
+_Pattern = list[tuple[str, str]]
+
+
 class FastRouter:
     """Matches a path against fast routes by segment; built once at start-up."""
 
     def __init__(self, routes: Sequence[FastRoute]) -> None:
         #: Request-line starts that may be fast ("POST "): anything else goes to Sanic unparsed.
         self.starts = tuple({route.method.upper().encode() + b" " for route in routes})
-        self._by_shape: dict[tuple[bytes, int], list[tuple[list[tuple[str, str]], FastHandler]]] = {}
+        self._by_shape: dict[tuple[bytes, int], list[tuple[_Pattern, FastHandler]]] = {}
         for route in routes:
             segments = route.path.split("/")
             key = (route.method.upper().encode(), len(segments))
@@ -184,7 +188,10 @@ def head_bytes(response: FastResponse, length: int) -> bytes:
 class FastLaneProtocol(HttpProtocol):
     """Sanic's HTTP/1.1 protocol with the fast lane in front of it."""
 
-    __slots__ = ("_router", "_on_error", "_body_limit", "_lane_buffer", "_lane_busy", "_lane_task", "_lane_wakeup")
+    __slots__ = (
+        "_router", "_on_error", "_body_limit",
+        "_lane_buffer", "_lane_busy", "_lane_task", "_lane_wakeup",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -162,7 +162,8 @@ class FrameworkErrors:
     def fast_internal(self, path: str, exception: Exception) -> FastResponse:
         """:meth:`internal` for the fast lane, which has no Sanic request."""
         response = self._internal(path, exception)
-        return FastResponse(response.status, bytes(response.body or b""), response.content_type or "")
+        body = bytes(response.body or b"")
+        return FastResponse(response.status, body, response.content_type or "")
 
     def _internal(self, path: str, exception: Exception) -> HTTPResponse:
         log.error("request_failed", path=path, error=type(exception).__name__)

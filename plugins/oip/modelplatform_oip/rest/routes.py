@@ -15,15 +15,14 @@ import structlog
 from sanic import Blueprint, HTTPResponse, Request
 
 from modelplatform import (
+    FastResponse,
+    FastRoute,
     InvalidArgument,
     ModelMetadata,
     ModelPlatformError,
-    FastResponse,
-    FastRoute,
     ServerContext,
     json_error,
 )
-
 
 from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, Limits, RestCodec
@@ -96,20 +95,25 @@ class OipRoutes:
         encoded = await self.answer(request.headers, request.body, model, _v(version))
         if isinstance(encoded.body, list):
             return await send_parts(request, encoded)
-        return OipResponse(encoded.body, headers=encoded.headers or None, content_type=encoded.content_type)
+        headers = encoded.headers or None
+        return OipResponse(encoded.body, headers=headers, content_type=encoded.content_type)
 
-    async def fast_infer(self, parameters: dict[str, str], headers: Mapping[str, str], body: bytes) -> FastResponse:
+    async def fast_infer(
+        self, parameters: dict[str, str], headers: Mapping[str, str], body: bytes
+    ) -> FastResponse:
         """The fast lane's ``infer``: the same answer, errors rendered here as ``_on_error`` does."""
         model, version = parameters["model"], parameters.get("version", "")
         try:
             encoded = await self.answer(headers, body, model, version)
         except ModelPlatformError as error:
-            path = f"/v2/models/{model}/versions/{version}/infer" if version else f"/v2/models/{model}/infer"
-            _log_refusal(error, model, path)
+            versioned = f"/versions/{version}" if version else ""
+            _log_refusal(error, model, f"/v2/models/{model}{versioned}/infer")
             return FastResponse(http_status(error), orjson.dumps({"error": error.message}))
         return FastResponse(200, encoded.body, encoded.content_type, encoded.headers)
 
-    async def answer(self, headers: Mapping[str, str], body: bytes, model: str, version: str) -> EncodedResponse:
+    async def answer(
+        self, headers: Mapping[str, str], body: bytes, model: str, version: str
+    ) -> EncodedResponse:
         """Decode, infer, encode: the body is one bytes object, or parts when large and uncompressed."""
         body = decoded_body(body, headers.get("content-encoding"), self.max_body)
         try:
@@ -123,12 +127,14 @@ class OipRoutes:
             encoded = encode_json(response)
         accept = headers.get("accept-encoding")
         encoding = response_encoding(accept) if accept else None
+        kind, extra = encoded.content_type, encoded.headers
         if encoding is not None:
             compressed = compress(encoded.joined(), encoding)
-            return EncodedResponse(compressed, encoded.content_type, {**encoded.headers, "Content-Encoding": encoding})
-        if encoded.size >= STREAM_FROM_BYTES:
-            return encoded if isinstance(encoded.body, list) else EncodedResponse([encoded.body], encoded.content_type, encoded.headers)
-        return EncodedResponse(encoded.joined(), encoded.content_type, encoded.headers)
+            return EncodedResponse(compressed, kind, {**extra, "Content-Encoding": encoding})
+        if encoded.size >= STREAM_FROM_BYTES:  # written part by part, never joined
+            parts = encoded.body if isinstance(encoded.body, list) else [encoded.body]
+            return EncodedResponse(parts, kind, extra)
+        return EncodedResponse(encoded.joined(), kind, extra)
 
     async def statistics(
         self, request: Request, model: str = "", version: int | None = None
