@@ -50,6 +50,11 @@ class FastResponse:
     content_type: str = "application/json"
     headers: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_sanic(cls, response: Any) -> FastResponse:
+        """A Sanic ``HTTPResponse`` (e.g. ``json_error``'s): one error shape for both paths."""
+        return cls(response.status, bytes(response.body or b""), response.content_type or "")
+
 
 #: ``handler(path_parameters, headers, body)``; header names are lower case.
 FastHandler = Callable[[dict[str, str], Mapping[str, str], bytes], Awaitable[FastResponse]]
@@ -128,14 +133,14 @@ class _Head:
     url: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     complete: bool = False
+    repeated: bool = False  # a header came twice: Sanic decides what that means
 
     def on_url(self, url: bytes) -> None:
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
         key = name.decode("latin-1").lower()
-        if key in self.headers:  # a repeated header: Sanic decides what that means
-            self.headers["\0repeated"] = key
+        self.repeated = self.repeated or key in self.headers
         self.headers[key] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:
@@ -247,24 +252,19 @@ class FastLaneProtocol(HttpProtocol):
         """One loop per connection: take the next request, answer it, repeat."""
         while True:
             request = self._take()
-            if request is _WAIT:
-                if self.transport is not None:
-                    self.transport.resume_reading()
-                self._lane_wakeup = self.loop.create_future()
-                await self._lane_wakeup
-                continue
-            if request is _SANIC:
+            if isinstance(request, _Request):
+                self._lane_busy = True
+                try:
+                    await self._answer(request)
+                finally:
+                    self._lane_busy = False
+            elif request is _SANIC:
                 self._hand_to_sanic()
-                self._lane_wakeup = self.loop.create_future()
-                await self._lane_wakeup
-                continue
-            self._lane_busy = True
-            try:
-                await self._answer(request)  # type: ignore[arg-type]
-            finally:
-                self._lane_busy = False
             if self.transport is not None:
                 self.transport.resume_reading()
+            if not isinstance(request, _Request):  # wait for the next bytes that are ours
+                self._lane_wakeup = self.loop.create_future()
+                await self._lane_wakeup
 
     def _take(self) -> _Request | object:
         buffer = self._lane_buffer
@@ -293,7 +293,7 @@ class FastLaneProtocol(HttpProtocol):
             or not parser.should_keep_alive()
             or b"?" in head.url
             or b"%" in head.url
-            or "\0repeated" in headers
+            or head.repeated
             or "transfer-encoding" in headers
             or "expect" in headers
             or "upgrade" in headers

@@ -161,9 +161,7 @@ class FrameworkErrors:
 
     def fast_internal(self, path: str, exception: Exception) -> FastResponse:
         """:meth:`internal` for the fast lane, which has no Sanic request."""
-        response = self._internal(path, exception)
-        body = bytes(response.body or b"")
-        return FastResponse(response.status, body, response.content_type or "")
+        return FastResponse.from_sanic(self._internal(path, exception))
 
     def _internal(self, path: str, exception: Exception) -> HTTPResponse:
         log.error("request_failed", path=path, error=type(exception).__name__)

@@ -108,7 +108,7 @@ class OipRoutes:
         except ModelPlatformError as error:
             versioned = f"/versions/{version}" if version else ""
             _log_refusal(error, model, f"/v2/models/{model}{versioned}/infer")
-            return FastResponse(http_status(error), orjson.dumps({"error": error.message}))
+            return FastResponse.from_sanic(json_error(error.message, http_status(error)))
         return FastResponse(200, encoded.body, encoded.content_type, encoded.headers)
 
     async def answer(
