@@ -40,9 +40,8 @@ from .errors import (
     Unavailable,
     Unsupported,
 )
-from .fastlane import FastResponse, FastRoute
-from .grpc_server import GrpcService, grpc_status
-from .http_server import HttpDialect, json_error
+from .declarations import BodyPolicy, GrpcService, HttpDialect, HttpReply, HttpRequest, HttpRoute, json_error
+from .grpc_server import grpc_status
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
 from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
 from .models import IndexEntry, LoadOverride, ModelManager, ModelState, ModelVersion
@@ -63,10 +62,12 @@ __all__ = [
     "DeadlineExceeded",
     "ErrorCode",
     "ExecuteResult",
-    "FastResponse",
-    "FastRoute",
     "GrpcService",
+    "BodyPolicy",
     "HttpDialect",
+    "HttpReply",
+    "HttpRequest",
+    "HttpRoute",
     "IndexEntry",
     "InferenceRequest",
     "InferenceResponse",

@@ -6,8 +6,6 @@ loop Sanic serves on, so HTTP and gRPC requests meet in the same schedulers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import grpc
@@ -39,22 +37,6 @@ def grpc_status(error: ModelPlatformError) -> grpc.StatusCode:
     """The gRPC status for a platform error (dialects with in-band errors don't need it)."""
     return GRPC_STATUS.get(error.code, grpc.StatusCode.UNKNOWN)
 INT32_MAX = 2**31 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class GrpcService:
-    """A gRPC service declaration.
-
-    ``add_to_server(server, context)`` is called once inside the running loop
-    and registers the service's handlers on ``server`` (generated
-    ``add_XServicer_to_server`` or a generic handler). ``name`` is the full
-    service name (``inference.GRPCInferenceService``); several declarations may
-    share one when each handles different methods.
-    """
-
-    name: str
-    add_to_server: Callable[[grpc.aio.Server, ServerContext], None]
-    extensions: tuple[str, ...] = ()
 
 
 def server_options(max_message_bytes: int, reuse_port: bool = False) -> list[tuple[str, int]]:

@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 
     from .backend import Backend
     from .codecs import Codec
-    from .http_server import HttpDialect
-    from .grpc_server import GrpcService
+    from .declarations import GrpcService, HttpDialect
     from .server import ServerContext
     from .settings import Settings
 
@@ -61,11 +60,14 @@ def register_codecs(settings: Settings) -> Sequence[Codec]:
 
 @hookspec
 def register_http_dialects(settings: Settings) -> Sequence[HttpDialect]:
-    """Return HttpDialect declarations: a name and a blueprint factory.
+    """Return HttpDialect declarations: a name, a route factory and an error renderer.
 
-    Called once at start-up; results collected. The factory receives the
-    ServerContext and returns a Sanic Blueprint that is mounted on the one
-    HTTP port with its own error handlers. Dialect names must be unique.
+    Called once at start-up; results collected. ``routes(context)`` returns the
+    dialect's HttpRoute declarations (each route once: method, path template,
+    handler, body policy, hot or not); the core serves them all on the one HTTP
+    port, and the hot ones on its fast lane too. Dialect names must be unique;
+    a route declared by two dialects, or one that hides another dialect's
+    route, stops start-up naming both.
     """
 
 

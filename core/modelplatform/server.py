@@ -11,24 +11,21 @@ from __future__ import annotations
 import asyncio
 import inspect
 import signal
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 import structlog
-from sanic import Sanic
-
 from . import cluster, repository
 from ._version import __version__
 from .backend import BackendRegistry
 from .codecs import CodecRegistry
 from .dataplane import DataPlane
 from .errors import ModelPlatformError, PluginError
-from .fastlane import FastLaneProtocol
-from .grpc_server import GrpcService, start_grpc_server
-from .http_server import HttpDialect, create_app
+from .declarations import GrpcService, HttpDialect
+from .grpc_server import start_grpc_server
+from .http import HttpFront
 from .logging import configure
 from .models import ModelManager
 from .polling import RepositoryPoller
@@ -94,8 +91,7 @@ class RunningServer:
 
     def __init__(self, context: ServerContext) -> None:
         self.context = context
-        self.app: Sanic | None = None
-        self._http: Any = None
+        self.http: HttpFront | None = None
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
 
@@ -111,21 +107,8 @@ class RunningServer:
         log.info("server_started", plugins=list(ctx.plugins.loaded))
 
     async def _start_http(self) -> None:
-        settings = self.context.settings
-        self.app = create_app(self.context)
-        shared = settings.workers > 1
-        self._http = await self.app.create_server(
-            host=None if shared else settings.host,
-            port=None if shared else settings.http_port,
-            sock=_shared_socket(settings.host, settings.http_port) if shared else None,
-            return_asyncio_server=True,
-            access_log=False,
-            protocol=FastLaneProtocol if settings.http_fast_lane and self.app.ctx.fast_lane.router else None,
-        )
-        await self._http.startup()
-        await self._http.before_start()
-        await self._http.after_start()
-        log.info("http_started", host=settings.host, port=settings.http_port)
+        self.http = HttpFront(self.context)
+        await self.http.start()
 
     async def stop(self) -> None:
         ctx = self.context
@@ -139,25 +122,10 @@ class RunningServer:
             log.error("plugin_shutdown_failed", error=str(error))
         if self._grpc is not None:
             await self._grpc.stop(grace=2)
-        if self._http is not None:
-            await self._http.before_stop()
-            self._http.close()
-            await self._http.wait_closed()
-            await self._http.after_stop()
+        if self.http is not None:
+            await self.http.stop()
         await ctx.models.shutdown()
         log.info("server_stopped")
-
-
-def _shared_socket(host: str, port: int) -> socket.socket:
-    """A listening socket other workers bind too (SO_REUSEPORT: the kernel spreads connections)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
 
 
 async def _call_hooks(results: list[Any]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from modelplatform import GrpcService, HttpDialect, Settings, hookimpl
 
+from modelplatform_oip.rest.status import http_status  # TODO(merge): modelplatform_oip.api
+
 from . import rest, rpc
 
 EXTENSIONS = ("model_repository", "model_repository(unload_dependents)")
@@ -11,7 +13,7 @@ EXTENSIONS = ("model_repository", "model_repository(unload_dependents)")
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(rest.DIALECT, rest.build_blueprint, extensions=EXTENSIONS)]
+    return [HttpDialect(rest.DIALECT, rest.repository_routes, http_status, extensions=EXTENSIONS)]
 
 
 @hookimpl

@@ -13,17 +13,16 @@ import binascii
 from typing import Any
 
 import orjson
-from sanic import Blueprint, HTTPResponse, Request
 
-from modelplatform import IndexEntry, InvalidArgument, ModelPlatformError, ServerContext, json_error
-from modelplatform_oip.rest.status import http_status
+from modelplatform import HttpReply, HttpRequest, HttpRoute, IndexEntry, InvalidArgument, ServerContext
 
 from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
 DIALECT = "repository"
-PREFIXES = ("/v2/repository", "/v2/repository/<repo:str>")
+PREFIXES = ("/v2/repository", "/v2/repository/{repo}")
+EMPTY_TYPE = "text/plain; charset=utf-8"
 
 
 def entry_json(entry: IndexEntry) -> dict[str, str]:
@@ -38,7 +37,7 @@ def entry_json(entry: IndexEntry) -> dict[str, str]:
     return data
 
 
-def _body(request: Request) -> dict[str, Any]:
+def _body(request: HttpRequest) -> dict[str, Any]:
     if not request.body:
         return {}
     try:
@@ -85,45 +84,35 @@ class RepositoryRoutes:
         self.ops = RepositoryOperations(context)
         self.restriction = Restriction.from_settings(context.settings)
 
-    def _admit(self, request: Request, repo: str) -> None:
+    def _admit(self, request: HttpRequest) -> None:
         self.restriction.check(request.headers.get)
-        self.ops.check_repository(repo)
+        self.ops.check_repository(request.params.get("repo", ""))
 
-    async def index(self, request: Request, repo: str = "") -> HTTPResponse:
-        self._admit(request, repo)
+    async def index(self, request: HttpRequest) -> HttpReply:
+        self._admit(request)
         ready = _body(request).get("ready", False)
         if not isinstance(ready, bool):
             raise InvalidArgument("'ready' must be a boolean")
         entries = [entry_json(e) for e in self.ops.index(ready)]
-        return HTTPResponse(orjson.dumps(entries), content_type="application/json")
+        return HttpReply(200, orjson.dumps(entries))
 
-    async def load(self, request: Request, model: str, repo: str = "") -> HTTPResponse:
-        self._admit(request, repo)
-        await self.ops.load(model, load_parameters(_parameters(_body(request))))
-        return HTTPResponse(status=200, content_type="text/plain; charset=utf-8")
+    async def load(self, request: HttpRequest) -> HttpReply:
+        self._admit(request)
+        await self.ops.load(request.params["model"], load_parameters(_parameters(_body(request))))
+        return HttpReply(200, b"", EMPTY_TYPE)
 
-    async def unload(self, request: Request, model: str, repo: str = "") -> HTTPResponse:
-        self._admit(request, repo)
+    async def unload(self, request: HttpRequest) -> HttpReply:
+        self._admit(request)
         _check_unload(_parameters(_body(request)))
-        await self.ops.unload(model)
-        return HTTPResponse(status=200, content_type="text/plain; charset=utf-8")
+        await self.ops.unload(request.params["model"])
+        return HttpReply(200, b"", EMPTY_TYPE)
 
 
-async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
-    return json_error(error.message, http_status(error))
-
-
-def build_blueprint(context: ServerContext) -> Blueprint:
+def repository_routes(context: ServerContext) -> list[HttpRoute]:
     routes = RepositoryRoutes(context)
-    bp = Blueprint(DIALECT)
-    for number, prefix in enumerate(PREFIXES):
-        bp.add_route(routes.index, f"{prefix}/index", methods=["POST"], name=f"index{number}")
-        for action in ("load", "unload"):
-            bp.add_route(
-                getattr(routes, action),
-                f"{prefix}/models/<model:str>/{action}",
-                methods=["POST"],
-                name=f"{action}{number}",
-            )
-    bp.exception(ModelPlatformError)(_on_error)
-    return bp
+    declared = []
+    for prefix in PREFIXES:
+        declared.append(HttpRoute(("POST",), f"{prefix}/index", routes.index))
+        declared.append(HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load))
+        declared.append(HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload))
+    return declared

@@ -25,7 +25,7 @@ def _repository(tmp_path: Path, path: str) -> Path:
     [
         ("/grps/v1/infer/predict", "grps built-in"),  # grps's own route
         ("/v2/health/ready", "/v2/health/ready"),  # another dialect's static route
-        ("/v2/models/custom_echo/infer", "/v2/models/<"),  # shadows a route with parameters
+        ("/v2/models/custom_echo/infer", "/v2/models/{"),  # shadows a route with parameters
         ("/", "grps built-in"),  # the monitor page
     ],
 )

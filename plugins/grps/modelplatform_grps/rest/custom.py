@@ -5,24 +5,33 @@ A model declares ``parameters { key: "grps.http_path" value { string_value:
 body and headers to the backend's ``handle_raw`` (python models: an
 ``http(body, headers)`` method) and answers its bytes, streamed when the
 backend returns chunks. Paths are read from the repository at start-up and
-must not collide with any other route on the port: a collision stops start.
+must not collide with grps's own routes or each other (checked here) nor
+with another dialect's (checked by the core's router): a collision stops
+start-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from sanic import Blueprint, HTTPResponse, Request, Sanic
 
 import structlog
 
-from modelplatform import InvalidArgument, ModelPlatformError, PluginError, ServerContext, parse_text
+from modelplatform import (
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
+    InvalidArgument,
+    ModelPlatformError,
+    PluginError,
+    ServerContext,
+    parse_text,
+)
 
 from ..models import choose_model
-from ..runtime import GrpsRuntime
+from ..runtime import GrpsRuntime, Observation
 
 log = structlog.get_logger("modelplatform.grps")
 PARAMETER = "grps.http_path"
@@ -33,10 +42,6 @@ class CustomRoute:
     model: str
     path: str
 
-    @property
-    def route_name(self) -> str:
-        return "custom_" + "".join(c if c.isalnum() else "_" for c in self.model)
-
 
 def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[CustomRoute]:
     """Every model's ``grps.http_path``, checked against grps's own paths and each other."""
@@ -46,7 +51,7 @@ def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[Cus
         path = _declared_path(context.settings.model_repository / name)
         if not path:
             continue
-        if not path.startswith("/") or "<" in path:
+        if not path.startswith("/") or "{" in path:
             raise PluginError(f"model '{name}': {PARAMETER} '{path}' must be a static absolute path")
         if _key(path) in taken:
             raise PluginError(
@@ -73,49 +78,25 @@ def _declared_path(model_dir: Path) -> str:
     return parameter.string_value.strip() if parameter is not None else ""
 
 
-def check_no_shadowing(app: Sanic, routes: list[CustomRoute], blueprint: str) -> None:
-    """Refuse a custom path that another route (static or with parameters) also matches."""
-    mine = {f"{app.name}.{blueprint}.{r.route_name}" for r in routes}
-    for custom in routes:
-        parts = tuple(p for p in custom.path.split("/") if p)
-        for other in app.router.routes:
-            if other.name not in mine and _matches(tuple(other.parts), parts):
-                raise PluginError(
-                    f"model '{custom.model}': {PARAMETER} '{custom.path}' collides with the "
-                    f"existing route '/{other.path}' ({other.name})"
-                )
-
-
-def _matches(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
-    if pattern and pattern[-1].startswith("<") and ":path>" in pattern[-1]:
-        return len(parts) >= len(pattern) and _matches(pattern[:-1], parts[: len(pattern) - 1])
-    if len(pattern) != len(parts):
-        return False
-    return all(p == q or p.startswith("<") for p, q in zip(pattern, parts))
-
-
 class CustomHandler:
     def __init__(self, runtime: GrpsRuntime, route: CustomRoute) -> None:
         self.runtime = runtime
         self.route = route
 
-    async def __call__(self, request: Request) -> HTTPResponse | None:
-        with self.runtime.observed() as seen:
-            seen.model = self.route.model
-            version = self._version(request.args.get("model", ""))
+    async def __call__(self, request: HttpRequest) -> HttpReply:
+        observation = contextlib.ExitStack()
+        seen = observation.enter_context(self.runtime.observed())
+        seen.model = self.route.model
+        with observation:  # ends the observation unless a stream takes it over
+            version = self._version(request.query.get("model", ""))
             backend = self.runtime.dataplane.model_version(self.route.model, version).instances[0]
-            raw = await backend.handle_raw(request.body, dict(request.headers))
+            raw = await backend.handle_raw(bytes(request.body), dict(request.headers))
             if isinstance(raw.body, bytes):
-                return HTTPResponse(raw.body, status=raw.status, content_type=raw.content_type)
-            chunks = raw.body
-            try:
-                # The first chunk comes before the headers: an early error keeps its status.
-                first = await anext(chunks, None)
-                http = await request.respond(status=raw.status, content_type=raw.content_type)
-                await _send_rest(http, chunks, first, self.route.model, seen)
-            finally:
-                await chunks.aclose()  # type: ignore[attr-defined]
-            return None
+                return HttpReply(raw.status, raw.body, raw.content_type)
+            # The first chunk comes before the reply: an early error keeps its status.
+            first = await anext(raw.body, None)
+            body = _rest(observation.pop_all(), seen, first, raw.body, self.route.model)
+        return HttpReply(raw.status, body, raw.content_type)
 
     def _version(self, query_model: str) -> str:
         if not query_model:
@@ -126,24 +107,26 @@ class CustomHandler:
         return version
 
 
-async def _send_rest(http: Any, chunks: Any, first: bytes | None, model: str, seen: Any) -> None:
+async def _rest(
+    observation: contextlib.ExitStack, seen: Observation, first: bytes | None, chunks: AsyncIterator[bytes], model: str
+) -> AsyncIterator[bytes]:
+    """The stream after its first chunk; an error ends it early (headers are gone), logged."""
     try:
         item = first
         while item is not None:
-            await http.send(item)
+            yield item
             item = await anext(chunks, None)
     except ModelPlatformError as error:
-        # Headers are gone: the stream just ends early; the log says why.
         seen.failed = True
         log.error("grps_custom_stream_failed", model=model, error=error.message)
-    await http.eof()
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
+        observation.close()
 
 
-def add_custom_routes(bp: Blueprint, runtime: GrpsRuntime, routes: list[CustomRoute]) -> None:
-    for route in routes:
-        handler = CustomHandler(runtime, route)
-
-        async def serve(request: Request, handler: CustomHandler = handler) -> HTTPResponse | None:
-            return await handler(request)
-
-        bp.add_route(serve, route.path, methods=["GET", "POST"], name=route.route_name)
+def custom_routes(context: ServerContext, runtime: GrpsRuntime, reserved: Iterable[str]) -> list[HttpRoute]:
+    routes = []
+    for route in declared_routes(context, reserved):
+        name = f"{PARAMETER} of model '{route.model}'"
+        routes.append(HttpRoute(("GET", "POST"), route.path, CustomHandler(runtime, route), name=name))
+    return routes

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from modelplatform import HttpDialect, Settings, hookimpl
 
-from .routes import DIALECT, PREFIX, build_blueprint, render_error
+from ..status import status_code
+from .routes import DIALECT, PREFIX, grps_routes, render_error
 
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [
-        HttpDialect(DIALECT, build_blueprint, path_prefix=f"{PREFIX}/", render_error=render_error)
-    ]
+    return [HttpDialect(DIALECT, grps_routes, status_code, render_error, path_prefix=f"{PREFIX}/")]

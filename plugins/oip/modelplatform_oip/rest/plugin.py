@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from modelplatform import HttpDialect, Settings, hookimpl
 
-from .routes import DIALECT, build_blueprint, fast_routes
+from .routes import DIALECT, oip_routes
+from .status import http_status
 
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     extensions = ("model_configuration", "parameters", "statistics")
-    return [HttpDialect(DIALECT, build_blueprint, extensions=extensions, fast_routes=fast_routes)]
+    return [HttpDialect(DIALECT, oip_routes, http_status, extensions=extensions)]

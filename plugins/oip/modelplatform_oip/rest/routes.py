@@ -1,8 +1,9 @@
-"""The ``/v2`` routes of the Open Inference Protocol over HTTP.
+"""The ``/v2`` routes of the Open Inference Protocol over HTTP, each declared once.
 
 Paths, status codes and bodies follow Triton (protocol-notes A1-A4, A8):
 health answers 200 or 400 with an empty body; errors are
-``{"error": "..."}``; no Content-Type is required on infer.
+``{"error": "..."}``; no Content-Type is required on infer. Infer is hot:
+the core also answers it on its fast lane, from this same declaration.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
-import structlog
-from sanic import Blueprint, HTTPResponse, Request
 
 from modelplatform import (
-    FastResponse,
-    FastRoute,
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
     InvalidArgument,
     ModelMetadata,
-    ModelPlatformError,
     ServerContext,
     json_error,
 )
@@ -27,28 +26,23 @@ from modelplatform import (
 from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
-from .response import OipResponse
-from .status import http_status
-from .transfer import STREAM_FROM_BYTES, send_parts
 
-log = structlog.get_logger("modelplatform_oip.rest")
-
-MODEL = "/v2/models/<model:str>"
-VERSIONED = "/v2/models/<model:str>/versions/<version:int>"
-
-__all__ = ["DIALECT", "build_blueprint"]
-
-
-def _json(data: Any, status: int = 200) -> HTTPResponse:
-    return OipResponse(orjson.dumps(data), status=status, content_type="application/json")
-
-
-#: Empty answers still name a content type (Sanic would send the text "None").
+MODEL = "/v2/models/{model}"
+VERSIONED = "/v2/models/{model}/versions/{version:int}"
+#: Answers this large are written part by part (header, then each binary output), never joined.
+STREAM_FROM_BYTES = 1 << 20
+#: Empty answers still name a content type.
 EMPTY_TYPE = "text/plain; charset=utf-8"
 
+__all__ = ["DIALECT", "oip_routes"]
 
-def _empty(ok: bool) -> HTTPResponse:
-    return HTTPResponse(status=200 if ok else 400, content_type=EMPTY_TYPE)
+
+def _json(data: Any, status: int = 200) -> HttpReply:
+    return HttpReply(status, orjson.dumps(data))
+
+
+def _empty(ok: bool) -> HttpReply:
+    return HttpReply(200 if ok else 400, b"", EMPTY_TYPE)
 
 
 def metadata_json(meta: ModelMetadata) -> dict[str, Any]:
@@ -71,49 +65,35 @@ class OipRoutes:
         binary = context.codecs.get(DIALECT, BINARY_CODEC)
         self.binary: RestCodec | None = binary if isinstance(binary, RestCodec) else None
 
-    async def server_metadata(self, request: Request) -> HTTPResponse:
+    async def server_metadata(self, request: HttpRequest) -> HttpReply:
         return _json(self.dataplane.server_metadata())
 
-    async def live(self, request: Request) -> HTTPResponse:
+    async def live(self, request: HttpRequest) -> HttpReply:
         return _empty(self.dataplane.live)
 
-    async def ready(self, request: Request) -> HTTPResponse:
+    async def ready(self, request: HttpRequest) -> HttpReply:
         return _empty(self.dataplane.ready())
 
-    async def model_ready(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
-        if self.dataplane.model_ready(model, _v(version)):
-            return HTTPResponse(status=200, content_type=EMPTY_TYPE)
+    async def model_ready(self, request: HttpRequest) -> HttpReply:
+        if self.dataplane.model_ready(*_model(request)):
+            return _empty(True)
         return json_error("Model version not ready", 400)
 
-    async def model_metadata(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
-        return _json(metadata_json(self.dataplane.model_metadata(model, _v(version))))
+    async def model_metadata(self, request: HttpRequest) -> HttpReply:
+        return _json(metadata_json(self.dataplane.model_metadata(*_model(request))))
 
-    async def model_config(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
-        return _json(self.dataplane.model_config(model, _v(version)).to_json())
+    async def model_config(self, request: HttpRequest) -> HttpReply:
+        return _json(self.dataplane.model_config(*_model(request)).to_json())
 
-    async def infer(self, request: Request, model: str, version: int | None = None) -> HTTPResponse:
-        encoded = await self.answer(request.headers, request.body, model, _v(version))
-        if isinstance(encoded.body, list):
-            return await send_parts(request, encoded)
-        headers = encoded.headers or None
-        return OipResponse(encoded.body, headers=headers, content_type=encoded.content_type)
+    async def statistics(self, request: HttpRequest) -> HttpReply:
+        stats = await self.dataplane.statistics(*_model(request))
+        return _json({"model_stats": [s.to_json() for s in stats]})
 
-    async def fast_infer(
-        self, parameters: dict[str, str], headers: Mapping[str, str], body: bytes
-    ) -> FastResponse:
-        """The fast lane's ``infer``: the same answer, errors rendered here as ``_on_error`` does."""
-        model, version = parameters["model"], parameters.get("version", "")
-        try:
-            encoded = await self.answer(headers, body, model, version)
-        except ModelPlatformError as error:
-            versioned = f"/versions/{version}" if version else ""
-            _log_refusal(error, model, f"/v2/models/{model}{versioned}/infer")
-            return FastResponse.from_sanic(json_error(error.message, http_status(error)))
-        return FastResponse(200, encoded.body, encoded.content_type, encoded.headers)
+    async def infer(self, request: HttpRequest) -> HttpReply:
+        encoded = await self.answer(request.headers, request.body, *_model(request))
+        return HttpReply(200, encoded.body, encoded.content_type, encoded.headers)
 
-    async def answer(
-        self, headers: Mapping[str, str], body: bytes, model: str, version: str
-    ) -> EncodedResponse:
+    async def answer(self, headers: Mapping[str, str], body: Any, model: str, version: str) -> EncodedResponse:
         """Decode, infer, encode: the body is one bytes object, or parts when large and uncompressed."""
         body = decoded_body(body, headers.get("content-encoding"), self.max_body)
         try:
@@ -136,12 +116,6 @@ class OipRoutes:
             return EncodedResponse(parts, kind, extra)
         return EncodedResponse(encoded.joined(), kind, extra)
 
-    async def statistics(
-        self, request: Request, model: str = "", version: int | None = None
-    ) -> HTTPResponse:
-        stats = await self.dataplane.statistics(model, _v(version))
-        return _json({"model_stats": [s.to_json() for s in stats]})
-
     def _decode(self, body: Any, header_length: str | None, model: str, version: str) -> Any:
         if header_length is None:
             return parse_request(load_json(body), model, version, self.limits)
@@ -162,46 +136,26 @@ class OipRoutes:
         return self.binary.decode(body, length, model, version, config, self.limits)
 
 
-def _v(version: int | None) -> str:
-    return "" if version is None else str(version)
+def _model(request: HttpRequest) -> tuple[str, str]:
+    """(model, version) from the path; both empty on the server-wide statistics route."""
+    params = request.params
+    return params.get("model", ""), params.get("version", "")
 
 
-async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
-    _log_refusal(error, request.match_info.get("model", ""), request.path)
-    return json_error(error.message, http_status(error))
-
-
-def _log_refusal(error: ModelPlatformError, model: str, path: str) -> None:
-    if not error.logged:  # refused while decoding, before the dataplane saw it
-        log.info("request_failed", model=model, path=path, code=error.code.value, error=error.message)
-
-
-def fast_routes(context: ServerContext) -> list[FastRoute]:
-    """The infer routes again, for the fast lane (same handler logic, no Sanic request)."""
+def oip_routes(context: ServerContext) -> list[HttpRoute]:
     routes = OipRoutes(context)
-    return [
-        FastRoute("POST", "/v2/models/{model}/infer", routes.fast_infer),
-        FastRoute("POST", "/v2/models/{model}/versions/{version:int}/infer", routes.fast_infer),
+    declared = [
+        HttpRoute(("GET",), "/v2", routes.server_metadata),
+        HttpRoute(("GET",), "/v2/health/live", routes.live),
+        HttpRoute(("GET",), "/v2/health/ready", routes.ready),
+        HttpRoute(("GET",), "/v2/models/stats", routes.statistics),
     ]
-
-
-def build_blueprint(context: ServerContext) -> Blueprint:
-    routes = OipRoutes(context)
-    bp = Blueprint(DIALECT)
-    bp.add_route(routes.server_metadata, "/v2", methods=["GET"], name="server_metadata")
-    bp.add_route(routes.live, "/v2/health/live", methods=["GET"], name="health_live")
-    bp.add_route(routes.ready, "/v2/health/ready", methods=["GET"], name="health_ready")
-    bp.add_route(routes.statistics, "/v2/models/stats", methods=["GET"], name="statistics_all")
     for prefix in (MODEL, VERSIONED):
-        suffix = "v" if prefix == VERSIONED else ""
-        bp.add_route(routes.model_metadata, prefix, methods=["GET"], name=f"model_metadata{suffix}")
-        bp.add_route(routes.model_ready, f"{prefix}/ready", methods=["GET"], name=f"model_ready{suffix}")
-        bp.add_route(routes.model_config, f"{prefix}/config", methods=["GET"], name=f"model_config{suffix}")
-        bp.add_route(routes.statistics, f"{prefix}/stats", methods=["GET"], name=f"statistics{suffix}")
-        # ctx_body_buffer: a large body arrives as one buffer, not joined chunks (no copy).
-        bp.add_route(
-            routes.infer, f"{prefix}/infer", methods=["POST"], name=f"model_infer{suffix}",
-            ctx_body_buffer=True,
-        )
-    bp.exception(ModelPlatformError)(_on_error)
-    return bp
+        declared += [
+            HttpRoute(("GET",), prefix, routes.model_metadata),
+            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready),
+            HttpRoute(("GET",), f"{prefix}/config", routes.model_config),
+            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics),
+            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True),
+        ]
+    return declared

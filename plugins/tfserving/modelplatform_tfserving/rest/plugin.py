@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from modelplatform import HttpDialect, Settings, hookimpl
 
-from .routes import DIALECT, build_blueprint
+from ..errors import http_status
+from .routes import DIALECT, render_error, tfserving_routes
 
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(DIALECT, build_blueprint)]
+    return [HttpDialect(DIALECT, tfserving_routes, http_status, render_error, path_prefix="/v1/")]

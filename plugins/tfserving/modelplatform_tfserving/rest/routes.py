@@ -1,55 +1,51 @@
-"""The ``/v1`` routes: TF Serving's REST API, dispatched as TF Serving does.
+"""The ``/v1`` routes: TF Serving's REST API, each declared once.
 
-Sanic routes are case-sensitive and treat ``:`` as ordinary text, so one
-catch-all route per spelling of ``/v1`` hands every request to a dispatcher
-that matches TF Serving's two case-insensitive patterns against the raw path
-and URL-decodes the model name and label (protocol-notes B1). Every answer,
-error or not, is ``application/json``.
+TF Serving matches its two URL patterns case-insensitively and URL-decodes
+the model name and label (protocol-notes B1): every route here ignores case
+and the core decodes path parameters. Whatever else arrives under ``/v1``
+(any method) is TF Serving's "Malformed request" 400, or a CORS preflight.
+Every answer, error or not, is ``application/json``. ``:predict``,
+``:classify`` and ``:regress`` are hot: the core also answers them on its
+fast lane from these same declarations.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 
 import numpy as np
-import structlog
-from sanic import Blueprint, HTTPResponse, Request
 
-from modelplatform import InvalidArgument, ModelPlatformError, ServerContext
+from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, ServerContext
 
-from ..errors import http_status
 from ..examples import examples_from_json
 from ..json_body import parse_object
 from ..json_out import INDENT, document, error_body, float_texts, key_text
-from ..servables import Selector, status as model_status, known_versions
+from ..servables import Selector, known_versions, status as model_status
 from ..service import Classification, TfService
 from ..signatures import signatures_of
 from . import documents, predict_json
 
 DIALECT = "tfserving-rest"
-log = structlog.get_logger("modelplatform_tfserving.rest")
-
-_POST = re.compile(
-    r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?:(classify|regress|predict)",
-    re.IGNORECASE,
-)
-_GET = re.compile(
-    r"/v1/models(?:/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?(/metadata)?)?",
-    re.IGNORECASE,
-)
-_METHODS = ["GET", "POST", "OPTIONS", "PUT", "DELETE", "PATCH", "HEAD"]
+NAME = "{model:[^/:]+}"
+#: Where a version or a label may follow the model name (both URL forms TF Serving accepts).
+SERVABLES = (NAME, NAME + "/versions/{version:[0-9]+}", NAME + "/labels/{label:[^/:]+}")
+VERBS = "{verb:classify|regress|predict}"
+ANY_METHOD = ("GET", "POST", "OPTIONS", "PUT", "DELETE", "PATCH", "HEAD")
 _ORIGIN = re.compile(r"https?://", re.IGNORECASE)
 JSON = "application/json"
 
 
-def _json(text: str, status: int = 200) -> HTTPResponse:
-    return HTTPResponse(text, status=status, content_type=JSON)
+def _json(text: str, status: int = 200) -> HttpReply:
+    return HttpReply(status, text.encode(), JSON)
 
 
-def _selector(match: re.Match[str]) -> Selector:
-    name, version, label = match.group(1), match.group(2), match.group(3)
-    return Selector(unquote(name), version or "", unquote(label) if label else "")
+def render_error(message: str, status: int) -> HttpReply:
+    return _json(error_body(message), status)
+
+
+def _selector(request: HttpRequest) -> Selector:
+    params = request.params
+    return Selector(params["model"], params.get("version", ""), params.get("label", ""))
 
 
 class TfRoutes:
@@ -57,28 +53,26 @@ class TfRoutes:
         self.service = TfService(context)
         self.models = context.models
 
-    async def dispatch(self, request: Request, path: str = "") -> HTTPResponse:
-        method, raw = request.method, request.path
-        if method == "OPTIONS":
+    async def other(self, request: HttpRequest) -> HttpReply:
+        """Anything under /v1 that no route took: a CORS preflight, or malformed."""
+        if request.method == "OPTIONS":
             return self.preflight(request)
-        if method == "POST" and (match := _POST.fullmatch(raw)):
-            return await self.post(request, match)
-        if method == "GET" and (match := _GET.fullmatch(raw)):
-            return self.get(match)
-        raise InvalidArgument(f"Malformed request: {method} {raw}")
+        raise InvalidArgument(f"Malformed request: {request.method} {request.path}")
 
-    def preflight(self, request: Request) -> HTTPResponse:
+    def preflight(self, request: HttpRequest) -> HttpReply:
         if not _ORIGIN.match(request.headers.get("origin", "")):
             raise InvalidArgument("Origin header is missing in CORS preflight")
         return _json("")
 
-    def get(self, match: re.Match[str]) -> HTTPResponse:
-        if match.group(1) is None:
-            return _json(documents.pretty(self._all_models()))
-        selector = _selector(match)
-        if match.group(4):
-            return _json(documents.pretty(self._metadata(selector)))
-        return _json(documents.pretty(documents.status_json(model_status(self.models, selector))))
+    async def all_models(self, request: HttpRequest) -> HttpReply:
+        return _json(documents.pretty(self._all_models()))
+
+    async def metadata(self, request: HttpRequest) -> HttpReply:
+        return _json(documents.pretty(self._metadata(_selector(request))))
+
+    async def status(self, request: HttpRequest) -> HttpReply:
+        statuses = model_status(self.models, _selector(request))
+        return _json(documents.pretty(documents.status_json(statuses)))
 
     def _metadata(self, selector: Selector) -> dict:
         target = self.service.resolve(selector, "")
@@ -94,9 +88,9 @@ class TfRoutes:
             models.append({"name": name, **documents.status_json(statuses)})
         return {"models": models}
 
-    async def post(self, request: Request, match: re.Match[str]) -> HTTPResponse:
+    async def post(self, request: HttpRequest) -> HttpReply:
         doc = parse_object(request.body)
-        selector, verb = _selector(match), match.group(4).lower()
+        selector, verb = _selector(request), request.params["verb"].lower()
         target = self.service.resolve(selector, predict_json.signature_name(doc))
         if verb == "predict":
             fmt = predict_json.request_format(doc)
@@ -123,20 +117,15 @@ def _classifications(results: list[Classification]) -> str:
     return "[" + ", ".join(rows) + ("\n" + INDENT + "]" if rows else "]")
 
 
-async def _on_error(request: Request, error: ModelPlatformError) -> HTTPResponse:
-    return _json(error_body(error.message), http_status(error))
-
-
-async def _on_crash(request: Request, error: Exception) -> HTTPResponse:
-    log.error("request_failed", path=request.path, error=type(error).__name__)
-    return _json(error_body(f"Internal error: {type(error).__name__}"), 500)
-
-
-def build_blueprint(context: ServerContext) -> Blueprint:
+def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TfRoutes(context)
-    bp = Blueprint(DIALECT.replace("-", "_"))
-    for prefix in ("/v1", "/V1"):
-        bp.add_route(routes.dispatch, f"{prefix}/<path:path>", methods=_METHODS, name=f"dispatch{prefix[1]}")
-    bp.exception(ModelPlatformError)(_on_error)
-    bp.exception(Exception)(_on_crash)
-    return bp
+    declared = [HttpRoute(("GET",), "/v1/models", routes.all_models, ignore_case=True)]
+    for servable in SERVABLES:
+        path = f"/v1/models/{servable}"
+        declared += [
+            HttpRoute(("POST",), f"{path}:{VERBS}", routes.post, hot=True, ignore_case=True),
+            HttpRoute(("GET",), path, routes.status, ignore_case=True),
+            HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True),
+        ]
+    declared.append(HttpRoute(ANY_METHOD, "/v1/{path:path}", routes.other, ignore_case=True))
+    return declared

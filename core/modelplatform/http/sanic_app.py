@@ -1,0 +1,161 @@
+"""The Sanic app: every declared route of every dialect, served from its declaration.
+
+Sanic sees one catch-all streaming route; the core's router (the same one the
+fast lane uses) picks the declared route, the body is read as the route's
+policy says, the handler gets a neutral HttpRequest and its HttpReply is
+written back. Sanic still parses HTTP, enforces limits and keeps connections.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from sanic import HTTPResponse, Request, Sanic
+from sanic.exceptions import PayloadTooLarge, SanicException
+
+from ..declarations import BodyPolicy, HttpReply, HttpRequest, HttpRoute
+from .failures import PathOwners, route_failure
+from .fastlane import LaneRoutes
+from .replies import send_reply
+from .routing import Match, Router
+from .sanic_seam import has_request_body, limit_request_body
+
+if TYPE_CHECKING:
+    from ..server import ServerContext
+
+_app_numbers = itertools.count()
+_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
+
+
+def build_router(context: ServerContext) -> Router:
+    dialects = list(context.dialects.values())
+    return Router(dialects, {d.name: d.routes(context) for d in dialects})
+
+
+def create_app(context: ServerContext) -> Sanic:
+    number = next(_app_numbers)
+    app = Sanic(f"modelplatform_{number}", configure_logging=False)
+    # Sanic's TouchUp rewrites its protocol classes process-wide and cannot run
+    # twice; a second app in one process (tests) keeps the first app's rewrite.
+    app.config.TOUCHUP = number == 0
+    app.config.REQUEST_MAX_SIZE = context.settings.max_request_bytes
+    app.config.KEEP_ALIVE_TIMEOUT = 75
+    app.config.NOISY_EXCEPTIONS = False
+    app.config.ACCESS_LOG = False
+    app.config.FALLBACK_ERROR_FORMAT = "json"
+    router = build_router(context)
+    dispatcher = Dispatcher(router, PathOwners(context.dialects.values()), context.settings.max_request_bytes)
+
+    async def every_route(request: Request, path: str = "") -> HTTPResponse | None:
+        return await dispatcher.dispatch(request)
+
+    # Sanic sees one streaming catch-all; the core's router picks the declared route.
+    app.add_route(every_route, "/", methods=_METHODS, stream=True, name="root")
+    app.add_route(every_route, "/<path:path>", methods=_METHODS, stream=True, name="routes")
+    app.error_handler.add(SanicException, dispatcher.framework_error)
+    app.error_handler.add(Exception, dispatcher.framework_error)
+    app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes)
+    return app
+
+
+class Dispatcher:
+    def __init__(self, router: Router, owners: PathOwners, max_request_bytes: int) -> None:
+        self.router = router
+        self.owners = owners
+        self.max_request_bytes = max_request_bytes
+
+    async def dispatch(self, request: Request) -> HTTPResponse | None:
+        match = self.router.match(request.method, request.path)
+        if match is None:
+            return await send_reply(request, self._miss(request.method, request.path))
+        try:
+            reply = await match.route.handler(await _neutral(request, match, self.max_request_bytes))
+        except PayloadTooLarge as error:
+            reply = match.dialect.render_error(_too_large(error), 413)
+        except SanicException as error:
+            reply = match.dialect.render_error(str(error) or "bad request", error.status_code)
+        except Exception as error:  # noqa: BLE001 - rendered in the dialect's shape
+            reply = route_failure(match.dialect, error, request.path, match.params)
+        return await send_reply(request, reply)
+
+    def _miss(self, method: str, path: str) -> HttpReply:
+        if self.router.allowed_methods(path):
+            return self.owners.render(path, "Method Not Allowed", 405)
+        return self.owners.render(path, "Not Found", 404)
+
+    async def framework_error(self, request: Request, error: Exception) -> HTTPResponse:
+        """Errors Sanic raises before dispatch (a malformed head, a head over the limit)."""
+        if isinstance(error, PayloadTooLarge):
+            reply = self.owners.render(request.path, _too_large(error), 413)
+        elif isinstance(error, SanicException):
+            reply = self.owners.render(request.path, str(error) or "bad request", error.status_code)
+        else:
+            reply = self.owners.render(request.path, f"internal error: {type(error).__name__}", 500)
+        response = await send_reply(request, reply)
+        assert response is not None  # error replies are one buffer
+        return response
+
+
+def _too_large(error: Exception) -> str:
+    return f"request body is larger than the limit: {error}"
+
+
+async def _neutral(request: Request, match: Match, max_request_bytes: int) -> HttpRequest:
+    route = match.route
+    body: Any = b""
+    chunks = None
+    if has_request_body(request):
+        limit = route.max_body_bytes
+        limit_request_body(request, max_request_bytes if limit is None else min(limit, max_request_bytes))
+        if route.body is BodyPolicy.STREAMED:
+            chunks = _chunks(request)
+        else:
+            body = await _read_body(request)
+    return HttpRequest(request.method, request.path, match.params, request.headers, body,
+                       request.query_string, chunks)  # fmt: skip
+
+
+async def _read_body(request: Request) -> bytes | bytearray:
+    """The whole body in one buffer: the first chunk when it is all, else one bytearray.
+
+    Never a join of chunks (which holds the body twice): a declared length
+    gets a buffer of that size, filled as it arrives; the first read refuses
+    a length over the limit before any buffer exists.
+    """
+    stream = request.stream
+    first = await stream.read()  # type: ignore[union-attr]
+    length = request.headers.get("content-length", "")
+    if first is None:
+        return b""
+    if not length.isdigit():  # chunked: Sanic bounds the total as it reads
+        return b"".join([first, *[chunk async for chunk in _rest(stream)]])
+    if len(first) == int(length):
+        return first
+    return await _fill(bytearray(int(length)), first, stream)
+
+
+async def _fill(buffer: bytearray, first: bytes, stream: Any) -> bytearray:
+    view, offset, chunk = memoryview(buffer), 0, first
+    while chunk is not None:
+        end = offset + len(chunk)
+        if end > len(buffer):  # Sanic frames by Content-Length; this is a guard, not a path
+            raise SanicException("request body longer than its Content-Length", status_code=400)
+        view[offset:end] = chunk
+        offset, chunk = end, await stream.read()
+    if offset != len(buffer):
+        raise SanicException("request body shorter than its Content-Length", status_code=400)
+    return buffer
+
+
+async def _rest(stream: Any) -> AsyncIterator[bytes]:
+    while (chunk := await stream.read()) is not None:
+        yield chunk
+
+
+async def _chunks(request: Request) -> AsyncIterator[bytes]:
+    async for chunk in _rest(request.stream):
+        yield chunk
+
+
