@@ -19,7 +19,8 @@ def join_inputs(batch: Sequence[InferenceRequest]) -> tuple[dict[str, np.ndarray
     """Inputs concatenated along the batch axis, and each request's row count."""
     names = [t.name for t in batch[0].inputs]
     joined = {
-        name: np.concatenate([request.arrays()[name] for request in batch], axis=0) for name in names
+        name: np.concatenate([request.arrays()[name] for request in batch], axis=0)
+        for name in names
     }
     return joined, [request.inputs[0].shape[0] for request in batch]
 

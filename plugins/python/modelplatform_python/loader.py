@@ -1,4 +1,4 @@
-"""Imports a version folder's model.py under a unique module name."""
+"""Imports a version folder's model.py under a unique module name, and finds its class."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import itertools
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from modelplatform import InvalidArgument
 
@@ -35,3 +36,11 @@ def import_model_module(version_dir: Path) -> ModuleType:
 
 def forget_module(module: ModuleType) -> None:
     sys.modules.pop(module.__name__, None)
+
+
+def model_class(module: ModuleType, version_dir: Path) -> Any:
+    """The module's ``Model`` class; a clear load error when it has none or no ``infer``."""
+    found = getattr(module, "Model", None)
+    if found is None or not callable(getattr(found, "infer", None)):
+        raise InvalidArgument(f"{version_dir}/{MODEL_FILE} must define class Model with infer()")
+    return found

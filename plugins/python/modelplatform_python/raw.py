@@ -26,7 +26,7 @@ OCTET_STREAM = "application/octet-stream"
 async def call_http(model: Any, name: str, body: bytes, headers: Mapping[str, str]) -> RawResponse:
     method = getattr(model, "http", None)
     if method is None:
-        raise Unsupported(f"model '{name}' has no http(body, headers) method")
+        raise no_http(name)
     try:
         if inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method):
             result = method(body, dict(headers))
@@ -38,6 +38,11 @@ async def call_http(model: Any, name: str, body: bytes, headers: Mapping[str, st
     except Exception as error:  # noqa: BLE001 - user code fails its own request only
         raise ModelExecutionError(name, error) from error
     return _to_raw(name, result)
+
+
+def no_http(name: str) -> Unsupported:
+    """The error for a raw request to a model without an ``http()`` method."""
+    return Unsupported(f"model '{name}' has no http(body, headers) method")
 
 
 def _to_raw(name: str, result: Any) -> RawResponse:
@@ -79,4 +84,6 @@ def _chunk(name: str, item: Any) -> bytes:
         return item.encode("utf-8")
     if isinstance(item, (bytes, bytearray, memoryview)):
         return bytes(item)
-    raise InvalidArgument(f"model '{name}': http() chunk must be bytes or str, got {type(item).__name__}")
+    raise InvalidArgument(
+        f"model '{name}': http() chunk must be bytes or str, got {type(item).__name__}"
+    )

@@ -56,6 +56,8 @@ _NUMPY = {
     "TYPE_STRING": np.object_,
 }  # fmt: skip
 
+_NO_BLS = "business logic scripting (InferenceRequest.{}) is not supported"
+
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
@@ -69,7 +71,8 @@ class TritonModelException(Exception):
 class TritonError:
     """An error carried by an InferenceResponse; fails that request alone."""
 
-    UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG, UNAVAILABLE, UNSUPPORTED, ALREADY_EXISTS, CANCELLED = range(8)
+    (UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG,
+     UNAVAILABLE, UNSUPPORTED, ALREADY_EXISTS, CANCELLED) = range(8)  # fmt: skip
 
     def __init__(self, message: str, code: int = INTERNAL) -> None:
         self._message = message
@@ -90,7 +93,9 @@ class Tensor:
 
     def __init__(self, name: str, array: Any) -> None:
         if not isinstance(array, np.ndarray):
-            raise TritonModelException(f"Tensor '{name}' needs a numpy array, got {type(array).__name__}")
+            raise TritonModelException(
+                f"Tensor '{name}' needs a numpy array, got {type(array).__name__}"
+            )
         self._name = name
         self._array = array
 
@@ -133,7 +138,9 @@ class InferenceRequest:
         self._requested = list(requested_output_names)
         self._request_id = request_id
         self._correlation_id = correlation_id
-        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters or {})
+        if not isinstance(parameters, str):
+            parameters = json.dumps(parameters or {})
+        self._parameters = parameters
         self._flags = flags
 
     def inputs(self) -> list[Tensor]:
@@ -162,13 +169,15 @@ class InferenceRequest:
         return False
 
     def get_response_sender(self) -> Any:
-        raise TritonModelException("decoupled response senders are not supported; use a generator Model")
+        raise TritonModelException(
+            "decoupled response senders are not supported; use a generator Model"
+        )
 
     def exec(self, *_: Any, **__: Any) -> Any:
-        raise TritonModelException("business logic scripting (InferenceRequest.exec) is not supported")
+        raise TritonModelException(_NO_BLS.format("exec"))
 
     async def async_exec(self, *_: Any, **__: Any) -> Any:
-        raise TritonModelException("business logic scripting (InferenceRequest.async_exec) is not supported")
+        raise TritonModelException(_NO_BLS.format("async_exec"))
 
 
 class InferenceResponse:

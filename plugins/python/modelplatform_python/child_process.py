@@ -1,19 +1,14 @@
-"""Process instances: each python-model instance in its own child process (opt-in).
+"""The server's handle on one process instance's child (used by process_runner.py).
 
-Pure-Python model code holds the GIL, so thread instances do not run it in
-parallel. With the model configuration parameter::
+The child (child_main.py) is started with the multiprocessing *spawn*
+context: never fork, the server process has gRPC and other threads whose
+locks a forked child would inherit held. Inputs and outputs are pickled
+across a Pipe (child_wire.py).
 
-    parameters { key: "python.instance_kind" value: { string_value: "process" } }
-
-each instance runs the user's ``Model`` in a child process (process_child.py)
-started with the multiprocessing *spawn* context: never fork, the server
-process has gRPC and other threads whose locks a forked child would inherit
-held. Inputs and outputs are pickled across a Pipe.
-
-In the server, each instance owns one thread (``ThreadPoolExecutor(1)``)
-that does every blocking pipe operation and start / restart / stop of its
-child, awaited with ``run_in_executor``: the event loop never blocks, calls
-of one instance stay in order, and nothing is created per request.
+Each handle owns one thread (``ThreadPoolExecutor(1)``) that does every
+blocking pipe operation and start / restart / stop of its child, awaited
+with ``run_in_executor``: the event loop never blocks, calls of one
+instance stay in order, and nothing is created per request.
 
 A child that dies during a call fails that call with the reason (exit code
 or signal); the next call starts a fresh child (loading the model again).
@@ -22,9 +17,7 @@ or signal); the next call starts a fresh child (loading the model again).
 from __future__ import annotations
 
 import asyncio
-import functools
 import multiprocessing
-import pickle
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -35,53 +28,21 @@ from typing import Any
 import numpy as np
 import structlog
 
-import modelplatform
-from modelplatform import (
-    Internal,
-    InvalidArgument,
-    ModelConfig,
-    ModelPlatformError,
-    Unavailable,
-)
+from modelplatform import Internal, ModelConfig, ModelPlatformError, Unavailable
+
+from .child_main import serve
+from .child_wire import OK, UNLOAD, Reply, infer_message, rebuilt
 
 log = structlog.get_logger("modelplatform.python")
 
-#: The model configuration parameter choosing where instances run.
-INSTANCE_KIND = "python.instance_kind"
-THREAD, PROCESS = "thread", "process"
-#: Protocol 5 writes numpy arrays' memory straight into the message (no extra copy).
-PICKLE_PROTOCOL = 5
 #: How long a child's ``unload()`` may take before it is terminated.
 UNLOAD_TIMEOUT_S = 10.0
 #: How long a terminated or killed child may take to exit.
 EXIT_TIMEOUT_S = 5.0
 
 
-def instance_kind(config: ModelConfig) -> str:
-    """``thread`` (the default) or ``process``; anything else fails the load."""
-    value = config.parameters.get(INSTANCE_KIND, THREAD).strip().lower() or THREAD
-    if value not in (THREAD, PROCESS):
-        raise InvalidArgument(
-            f"model '{config.name}': parameter '{INSTANCE_KIND}' must be one of "
-            f"['{PROCESS}', '{THREAD}'], got '{value}'"
-        )
-    return value
-
-
-class ChildException(Exception):
-    """Base of the stand-ins for exceptions that user code raised in a child."""
-
-
-@functools.lru_cache(maxsize=256)
-def _stand_in(type_name: str) -> type[ChildException]:
-    # ModelExecutionError and load failure reasons name the exception's type; a
-    # class of the same name keeps them word for word as in the thread mode
-    # (the real class may exist only in the child's model.py).
-    return type(type_name, (ChildException,), {})
-
-
-class ProcessInstance:
-    """One model instance served by a child process; every method is called from the loop."""
+class ChildProcess:
+    """One model instance served by a child process; every public method is called from the loop."""
 
     def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int) -> None:
         self._config = config
@@ -127,9 +88,6 @@ class ProcessInstance:
     # Everything below runs on the instance's thread.
 
     def _start(self) -> None:
-        # Imported here, not at the top: process_child imports backend, which imports us.
-        from .process_child import serve
-
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         process = context.Process(
@@ -153,7 +111,7 @@ class ProcessInstance:
             raise Internal(f"{self._label}: {self._ended()} while loading") from None
         if reply[0] != "ok":
             self._reap(grace_s=EXIT_TIMEOUT_S)  # it exits by itself after reporting
-            raise _rebuilt(reply)
+            raise rebuilt(reply)
         log.info("python_process_started", pid=process.pid, **self._context)
 
     def _infer(self, inputs: dict[str, np.ndarray]) -> Any:
@@ -163,14 +121,14 @@ class ProcessInstance:
             self._restart()
         assert self._conn is not None
         try:
-            self._conn.send_bytes(pickle.dumps(("infer", inputs), protocol=PICKLE_PROTOCOL))
+            self._conn.send_bytes(infer_message(inputs))
             reply = self._conn.recv()
         except (EOFError, OSError):
             reason = self._ended()
             log.error("python_process_exited", reason=reason, **self._context)
             raise Internal(f"{self._label}: {reason}") from None
         if reply[0] != "ok":
-            raise _rebuilt(reply)
+            raise rebuilt(reply)
         return reply[1]
 
     def _restart(self) -> None:
@@ -189,10 +147,10 @@ class ProcessInstance:
 
     def _stop(self) -> None:
         process, conn = self._process, self._conn
-        reply: tuple[Any, ...] = ("ok", None)
+        reply: Reply = OK
         if process is not None and conn is not None and process.is_alive():
             try:
-                conn.send(("unload",))
+                conn.send(UNLOAD)
                 if conn.poll(UNLOAD_TIMEOUT_S):
                     reply = conn.recv()
                     process.join(EXIT_TIMEOUT_S)
@@ -202,7 +160,7 @@ class ProcessInstance:
                 pass  # it died on the way out; _reap collects it
         self._reap()
         if reply[0] != "ok":
-            raise _rebuilt(reply)
+            raise rebuilt(reply)
 
     def _ended(self) -> str:
         """Why the child's pipe closed, after collecting the child."""
@@ -245,17 +203,6 @@ class ProcessInstance:
             process.kill()
         except (ValueError, OSError):
             pass  # already closed or gone
-
-
-def _rebuilt(reply: tuple[Any, ...]) -> Exception:
-    """The exception a child reported: a modelplatform error keeps its class (and status)."""
-    _, type_name, message, platform = reply
-    cls = getattr(modelplatform, platform, None) if platform else None
-    if isinstance(cls, type) and issubclass(cls, ModelPlatformError):
-        error = cls.__new__(cls)
-        ModelPlatformError.__init__(error, message)  # subclasses' own constructors take data
-        return error
-    return _stand_in(type_name)(message)
 
 
 def _signal_name(number: int) -> str:

@@ -1,4 +1,4 @@
-"""Runs a ``model.py`` written for Triton's python backend, unchanged.
+"""The runner for a ``model.py`` written for Triton's python backend, run unchanged.
 
 Such a file defines ``class TritonPythonModel`` with ``initialize(args)``
 (optional), ``execute(requests)`` and ``finalize()`` (optional), and imports
@@ -6,7 +6,9 @@ Such a file defines ``class TritonPythonModel`` with ``initialize(args)``
 batch as a list of ``pb_utils.InferenceRequest`` and returns one
 ``pb_utils.InferenceResponse`` per request, in order; a response carrying a
 ``pb_utils.TritonError`` fails that request alone, while an exception from
-``execute`` fails every request of that call (Triton's rules).
+``execute`` fails every request of that call (Triton's rules). A synchronous
+``execute`` runs inline or on the instance's thread, as a ``Model.infer``
+does (calls.py).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from modelplatform import (
@@ -30,13 +33,16 @@ from modelplatform import (
     ModelExecutionError,
     ModelPlatformError,
     NotFound,
+    RawResponse,
     Unavailable,
     Unsupported,
 )
 
 from . import triton_utils as pb
 from .calls import InstanceCaller
+from .loader import forget_module
 from .outputs import to_tensors
+from .raw import no_http
 
 _ERRORS: dict[int, type[ModelPlatformError]] = {
     pb.TritonError.INVALID_ARG: InvalidArgument,
@@ -48,42 +54,22 @@ _ERRORS: dict[int, type[ModelPlatformError]] = {
 }
 
 
-class TritonModelRunner:
-    """Stands in for a ``Model`` object: the python backend delegates to it."""
+class TritonRunner:
+    """One ``TritonPythonModel`` instance living in the server process."""
 
     def __init__(
-        self, model_class: type, config: ModelConfig, version_dir: Path, instance: int, caller: InstanceCaller
+        self, module: ModuleType, config: ModelConfig, version_dir: Path, instance: int
     ) -> None:
-        self._class = model_class
-        self._caller = caller
+        self._module = module
+        self._caller = InstanceCaller(f"{config.name}-{instance}")
         self._config = config
         self._version_dir = version_dir
         self._instance = instance
         self._model: Any = None
 
-    def initialize_args(self) -> dict[str, str]:
-        """The ``args`` dict Triton passes to ``initialize``: all values are strings."""
-        return {
-            "model_config": json.dumps(self._config.to_json()),
-            "model_instance_kind": "CPU",
-            "model_instance_name": f"{self._config.name}_0_{self._instance}",
-            "model_instance_device_id": "0",
-            "model_repository": str(self._version_dir.parent),
-            "model_version": self._version_dir.name,
-            "model_name": self._config.name,
-        }
-
     async def load(self) -> None:
-        self._model = self._class()
-        await _run(getattr(self._model, "initialize", None), self.initialize_args())
-
-    async def unload(self) -> None:
-        model, self._model = self._model, None
-        if model is not None:
-            await _run(getattr(model, "finalize", None))
-
-    def infer(self, inputs: Any) -> Any:
-        raise Unsupported(f"model '{self._config.name}' is a Triton python model: it answers one response per request")
+        self._model = self._module.TritonPythonModel()
+        await _run(getattr(self._model, "initialize", None), self._initialize_args())
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         requests = [_pb_request(r) for r in batch]
@@ -96,17 +82,52 @@ class TritonModelRunner:
         except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
             return [ModelExecutionError(self._config.name, error) for _ in batch]
         if not isinstance(responses, (list, tuple)) or len(responses) != len(batch):
-            count = len(responses) if isinstance(responses, (list, tuple)) else type(responses).__name__
-            problem = Internal(
-                f"model '{self._config.name}': execute() returned {count} responses for {len(batch)} requests"
-            )
-            return [problem for _ in batch]
+            return [self._miscounted(responses, len(batch)) for _ in batch]
         return [self._result(request, response) for request, response in zip(batch, responses)]
 
-    def _result(self, request: InferenceRequest, response: Any) -> InferenceResponse | ModelPlatformError:
+    def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        return self._refused()
+
+    async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
+        raise no_http(self._config.name)
+
+    async def unload(self) -> None:
+        model, self._model = self._model, None
+        try:
+            if model is not None:
+                await _run(getattr(model, "finalize", None))
+        finally:
+            self._caller.close()
+            forget_module(self._module)
+
+    def _initialize_args(self) -> dict[str, str]:
+        """The ``args`` dict Triton passes to ``initialize``: all values are strings."""
+        return {
+            "model_config": json.dumps(self._config.to_json()),
+            "model_instance_kind": "CPU",
+            "model_instance_name": f"{self._config.name}_0_{self._instance}",
+            "model_instance_device_id": "0",
+            "model_repository": str(self._version_dir.parent),
+            "model_version": self._version_dir.name,
+            "model_name": self._config.name,
+        }
+
+    def _miscounted(self, responses: Any, wanted: int) -> Internal:
+        is_list = isinstance(responses, (list, tuple))
+        count = len(responses) if is_list else type(responses).__name__
+        return Internal(
+            f"model '{self._config.name}': execute() returned {count} responses "
+            f"for {wanted} requests"
+        )
+
+    def _result(
+        self, request: InferenceRequest, response: Any
+    ) -> InferenceResponse | ModelPlatformError:
         if not isinstance(response, pb.InferenceResponse):
-            return Internal(f"model '{self._config.name}': execute() returned {type(response).__name__}, "
-                            "expected pb_utils.InferenceResponse")
+            return Internal(
+                f"model '{self._config.name}': execute() returned {type(response).__name__}, "
+                "expected pb_utils.InferenceResponse"
+            )
         if response.has_error():
             return _error(self._config.name, response.error())
         try:
@@ -117,6 +138,13 @@ class TritonModelRunner:
         except Exception as error:  # noqa: BLE001 - a malformed response fails its request only
             return ModelExecutionError(self._config.name, error)
         return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
+
+    async def _refused(self) -> AsyncIterator[InferenceResponse]:
+        raise Unsupported(
+            f"model '{self._config.name}' is a Triton python model: "
+            "it answers one response per request"
+        )
+        yield  # an async generator, as every stream is: the error comes at the first step
 
 
 def _pb_request(request: InferenceRequest) -> pb.InferenceRequest:

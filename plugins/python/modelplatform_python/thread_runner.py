@@ -1,0 +1,97 @@
+"""The default runner: a ``Model`` from ``model.py`` in the server process.
+
+A synchronous ``infer`` runs inline on the loop while its measured calls are
+cheap, else on the instance's own thread (calls.py); an ``async def infer``
+runs on the loop. ``infer`` may be a generator (sync or async) yielding
+several outputs dicts: then the model streams, and a unary request gets its
+last yield. ``http()`` answers the model's raw route (raw.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from modelplatform import InferenceRequest, InferenceResponse, ModelConfig, RawResponse
+
+from .calls import InstanceCaller
+from .infer_runner import Infer, InferRunner
+from .loader import forget_module, model_class
+from .raw import call_http
+from .usercode import call_optional
+
+
+class ThreadRunner(InferRunner):
+    """One ``Model`` instance living in the server process."""
+
+    def __init__(
+        self, module: ModuleType, config: ModelConfig, version_dir: Path, instance: int
+    ) -> None:
+        super().__init__(config)
+        self._module = module
+        self._version_dir = version_dir
+        self._caller = InstanceCaller(f"{config.name}-{instance}")
+        self._model: Any = None
+        self._streams = False
+
+    async def load(self) -> None:
+        self._model = model_class(self._module, self._version_dir)()
+        infer = self._model.infer
+        self._streams = inspect.isgeneratorfunction(infer) or inspect.isasyncgenfunction(infer)
+        self._joins = self._joins and not self._streams  # a generator answers one request
+        self._infer = self._calling(infer)
+        await call_optional(getattr(self._model, "load", None), self.config, self._version_dir)
+
+    async def unload(self) -> None:
+        try:
+            await call_optional(getattr(self._model, "unload", None))
+        finally:
+            self._caller.close()
+            self._model = None
+            forget_module(self._module)
+
+    def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        if not self._streams:
+            return super().stream(request)
+        return self._streamed(request)
+
+    async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
+        return await call_http(self._model, self.config.name, body, headers)
+
+    def _calling(self, infer: Any) -> Infer:
+        """How a request calls ``infer``: chosen once, so it pays for no decision or extra frame."""
+        if self._streams:
+            return self._last_yield
+        if inspect.iscoroutinefunction(infer):
+            return infer  # on the loop
+        return functools.partial(self._caller.call, infer)  # inline or on the thread (calls.py)
+
+    async def _streamed(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        async for outputs in self._iterate(request.arrays()):
+            yield self._response(request, outputs)
+
+    async def _last_yield(self, inputs: dict[str, np.ndarray]) -> Any:
+        """A generator model over a unary protocol: its last yield is the response."""
+        last: Any = None
+        async for last in self._iterate(inputs):
+            pass
+        if last is None:
+            raise ValueError("generator model yielded nothing")
+        return last
+
+    async def _iterate(self, inputs: dict[str, np.ndarray]) -> AsyncIterator[Any]:
+        produced = self._model.infer(inputs)
+        if inspect.isasyncgen(produced):
+            async for item in produced:
+                yield item
+            return
+        sentinel = object()
+        while (item := await asyncio.to_thread(next, produced, sentinel)) is not sentinel:
+            yield item
