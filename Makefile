@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer chromium
+.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer chromium wrk
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
@@ -18,7 +18,7 @@ test-gpu: $(STAMP)
 	$(BIN)/pip install -q -r requirements/gpu.txt
 	$(BIN)/python -m pytest -m gpu $(PYTEST_ARGS)
 
-bench: $(STAMP) perf-analyzer
+bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 # Regenerates the committed protobuf code (tests/core/test_protos.py fails when stale).
@@ -66,6 +66,11 @@ $(PA_STAMP): $(BIN)/python
 # Headless Chromium for the grps monitor-page test (Debian's package; idempotent).
 chromium:
 	command -v chromium >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+
+# wrk (Debian's package): the HTTP/1.1 load generator of the REST dialect rows of `make bench`
+# (perf_analyzer speaks only OIP); idempotent.
+wrk:
+	command -v wrk >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wrk; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache

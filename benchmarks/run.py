@@ -7,8 +7,17 @@ and loopback allow. The table prints both and our fraction of the ceiling.
 Each measurement is three 1-second windows, averaged (perf_analyzer's
 stability rule rarely converges on a busy 2-core machine).
 
+The "(wrk)" rows put TF Serving REST `:predict` and grps REST predict beside
+OIP HTTP JSON, all at c8 with wrk (perf_analyzer speaks only OIP): one
+`simple` request per dialect (rest_dialects.py), each checked once before
+anything is measured. They are measured in rounds (OIP, its canned ceiling,
+then each dialect, back to back); a dialect row's "of oip wrk" is the median
+of its per-round ratios to the OIP row. Choosing any of them measures the
+OIP row too, as their reference.
+
     make bench                      # everything (about 5 minutes)
     make bench BENCH_ARGS="--only simple"
+    make bench BENCH_ARGS="--only wrk --repeat 3"
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import rest_dialects
+import wrk
 
 from modelplatform.testing import ServerProcess, free_port
 from modelplatform_oip.protos import grpc_service_pb2 as pb
@@ -33,6 +44,7 @@ from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 ROOT = Path(__file__).resolve().parent.parent
 PERF_ANALYZER = ROOT / ".venv" / "perf_analyzer" / "perf_analyzer"
 MiB = 1024 * 1024
+WRK_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)
@@ -163,16 +175,22 @@ def main() -> None:
                         help="measure each scenario (ours, then the ceiling) this many times; report medians")
     args = parser.parse_args()
     chosen = [s for s in scenarios() if args.only in s.label]
+    rest = rest_dialects.chosen(args.only)
+    if rest:
+        wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
     folder = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     results = []
     with ServerProcess("--model-repository", str(repository), *args.server_args.split()) as server:
-        capture(server, {s.model for s in chosen}, folder)
+        check_rest_bodies(rest, server)
+        capture(server, {s.model for s in chosen} | ({rest_dialects.MODEL} if rest else set()), folder)
         canned = {kind: Canned(kind, folder) for kind in ("http", "grpc", "grpc-sync")}
         try:
             for scenario in chosen:
                 rows = [measure_pair(scenario, server, canned) for _ in range(max(1, args.repeat))]
                 results.append(median_row(rows))
+            if rest:
+                results += measure_rest_rows(rest, server, canned["http"], max(1, args.repeat))
         finally:
             for server_process in canned.values():
                 server_process.stop()
@@ -191,27 +209,83 @@ def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Ca
     return row
 
 
+def check_rest_bodies(requests: list[rest_dialects.RestRequest], server: ServerProcess) -> None:
+    """Each wrk body once, before any timing: a refused body stops the run (wrk would time errors)."""
+    for request in requests:
+        try:
+            rest_dialects.check(request, "127.0.0.1", server.http_port)
+        except rest_dialects.BodyRejected as error:
+            raise SystemExit(f"bench body refused: {error}") from error
+
+
+def measure_rest_rows(
+    requests: list[rest_dialects.RestRequest], server: ServerProcess, canned: Canned, repeat: int
+) -> list[dict]:
+    """Medians over `repeat` rounds; every round measures each request (OIP first) back to back."""
+    rounds = [measure_rest_round(requests, server, canned) for _ in range(repeat)]
+    return [median_rest_row([r[i] for r in rounds]) for i in range(len(requests))]
+
+
+def measure_rest_round(
+    requests: list[rest_dialects.RestRequest], server: ServerProcess, canned: Canned
+) -> list[dict]:
+    """One wrk measurement per request; the OIP reference also against the canned server's echo."""
+    reference, *dialects = requests
+    ours = wrk.requests_per_second(reference.label, server.http_url, reference, WRK_CONCURRENCY)
+    ceiling_url = f"127.0.0.1:{canned.port}"
+    ceiling = wrk.requests_per_second(f"{reference.label} ceiling", ceiling_url, reference, WRK_CONCURRENCY)
+    rows = [{"scenario": reference.label, "ours": ours, "ceiling": ceiling, "ceiling_server": "http (wrk)"}]
+    print_row(rows[0])
+    for request in dialects:
+        rate = wrk.requests_per_second(request.label, server.http_url, request, WRK_CONCURRENCY)
+        rows.append({"scenario": request.label, "ours": rate, "ceiling": None, "ceiling_server": "",
+                     "of_reference": rate / ours if ours else 0.0})
+        print_row(rows[-1])
+    return rows
+
+
+def median_rest_row(rows: list[dict]) -> dict:
+    """Medians of one request's rounds: its rate, and its ceiling or its ratio to the reference."""
+    row = {**rows[0], "ours": _median([r["ours"] for r in rows]), "runs": len(rows)}
+    for key in ("ceiling", "of_reference"):
+        if row.get(key) is not None:
+            row[key] = _median([r[key] for r in rows])
+    return row
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def median_row(rows: list[dict]) -> dict:
     """Median of ours and of the ceiling over repeated pairs (one run: that run)."""
-    middle = len(rows) // 2
-    ours = sorted(r["ours"] for r in rows)[middle]
-    ceiling = sorted(r["ceiling"] for r in rows)[middle]
+    ours = _median([r["ours"] for r in rows])
+    ceiling = _median([r["ceiling"] for r in rows])
     return {**rows[0], "ours": ours, "ceiling": ceiling, "runs": len(rows)}
 
 
 def print_row(row: dict) -> None:
-    print(
-        f"measured {row['scenario']}: {row['ours']:.1f}/s (ceiling {row['ceiling']:.1f}/s, {row['ceiling_server']})",
-        file=sys.stderr, flush=True,
-    )
+    if row["ceiling"] is None:
+        against = f"{row['of_reference']:.2f} of {rest_dialects.OIP.label} this round"
+    else:
+        against = f"ceiling {row['ceiling']:.1f}/s, {row['ceiling_server']}"
+    print(f"measured {row['scenario']}: {row['ours']:.1f}/s ({against})", file=sys.stderr, flush=True)
 
 
 def print_table(results: list[dict]) -> None:
-    print(f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} |")
-    print(f"|{'-' * 42}|{'-' * 14}|{'-' * 17}|{'-' * 10}|")
+    """One table: the wrk dialect rows have no ceiling of their own, only their ratio to OIP (wrk)."""
+    print(f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} "
+          f"| {'of oip wrk':>10} |")
+    print(f"|{'-' * 42}|{'-' * 14}|{'-' * 17}|{'-' * 10}|{'-' * 12}|")
     for row in results:
-        fraction = row["ours"] / row["ceiling"] if row["ceiling"] else 0.0
-        print(f"| {row['scenario']:40} | {row['ours']:12.1f} | {row['ceiling']:15.1f} | {fraction:8.2f} |")
+        if row["ceiling"] is None:
+            ceiling = fraction = "-"
+        else:
+            ceiling = f"{row['ceiling']:.1f}"
+            fraction = f"{row['ours'] / row['ceiling']:.2f}" if row["ceiling"] else "0.00"
+        of_reference = f"{row['of_reference']:.2f}" if "of_reference" in row else ""
+        print(f"| {row['scenario']:40} | {row['ours']:12.1f} | {ceiling:>15} | {fraction:>8} "
+              f"| {of_reference:>10} |")
 
 
 if __name__ == "__main__":

@@ -2,22 +2,28 @@
 
 A few seconds, no timing assertions: concurrent clients each get their own
 answer, the batcher really joins requests, and two instances really share
-the load (their execution counts in the statistics).
+the load (their execution counts in the statistics). The REST dialect rows'
+bodies (benchmarks/rest_dialects.py, measured with wrk by `make bench`) are
+each sent once and must be answered with the expected outputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
+import importlib.util
 import json
 import shutil
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from modelplatform.testing import ServerProcess
 
-from ..conftest import MODEL_REPOSITORY
+from ..conftest import MODEL_REPOSITORY, ROOT
 
 CLIENTS = 16
 REQUESTS = 96
@@ -26,7 +32,7 @@ REQUESTS = 96
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     repository = tmp_path_factory.mktemp("smoke")
-    for name in ("sleep_2ms", "sleep_2ms_batched"):
+    for name in ("sleep_2ms", "sleep_2ms_batched", "simple"):
         shutil.copytree(MODEL_REPOSITORY / name, repository / name)
     _twin(repository, "sleep_2ms", "sleep_2ms_x2", "instance_group [ { count: 2 kind: KIND_CPU } ]\n")
     with ServerProcess("--model-repository", str(repository)) as process:
@@ -81,3 +87,31 @@ def test_two_instances_share_the_load(server):
     assert all(a["BATCH_ROWS"] == [1] for a in answers)  # no batcher: one request per call
     instances = {i["instance"]: i["execution_count"] for i in stats(server.http_port, "sleep_2ms_x2")["instance_stats"]}
     assert set(instances) == {0, 1} and sum(instances.values()) == REQUESTS
+
+
+def _bench_module(name: str) -> ModuleType:
+    """A module of benchmarks/ (a folder of scripts, not a package), imported by path."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+rest_dialects = _bench_module("rest_dialects")
+
+
+@pytest.mark.parametrize("bench_request", rest_dialects.REQUESTS, ids=lambda r: r.label)
+def test_rest_dialect_bench_body_is_answered_with_the_expected_outputs(server, bench_request) -> None:
+    rest_dialects.check(bench_request, "127.0.0.1", server.http_port)
+
+
+def test_bench_body_check_fails_on_a_refused_body_and_on_wrong_outputs(server) -> None:
+    unknown_model = dataclasses.replace(rest_dialects.GRPS, body=rest_dialects.GRPS.body.replace(b"simple", b"nope"))
+    with pytest.raises(rest_dialects.BodyRejected, match="answered 404"):
+        rest_dialects.check(unknown_model, "127.0.0.1", server.http_port)
+    swapped = rest_dialects.TFSERVING.body.replace(b"INPUT0", b"SWAP").replace(b"INPUT1", b"INPUT0")
+    swapped_inputs = dataclasses.replace(rest_dialects.TFSERVING, body=swapped.replace(b"SWAP", b"INPUT1"))
+    with pytest.raises(rest_dialects.BodyRejected, match="expected"):
+        rest_dialects.check(swapped_inputs, "127.0.0.1", server.http_port)
