@@ -41,7 +41,7 @@ from .errors import (
     Unsupported,
 )
 from .fastlane import FastResponse, FastRoute
-from .grpc_server import GrpcService, grpc_status
+from .grpc_server import GrpcService, grpc_guard, grpc_status
 from .http_server import HttpDialect, json_error
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
 from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
@@ -107,6 +107,7 @@ __all__ = [
     "element_size",
     "encode_bytes",
     "from_buffer",
+    "grpc_guard",
     "grpc_status",
     "hookimpl",
     "json_error",

@@ -16,7 +16,7 @@ import orjson
 from sanic import Blueprint, HTTPResponse, Request
 
 from modelplatform import IndexEntry, InvalidArgument, ModelPlatformError, ServerContext, json_error
-from modelplatform_oip.rest.status import http_status
+from modelplatform_oip.api import http_status
 
 from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
