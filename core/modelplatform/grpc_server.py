@@ -56,7 +56,8 @@ def grpc_guard(
     :func:`grpc_status` and the error's own message, so every dialect says the
     same words; any other exception aborts INTERNAL with
     ``"<internal_prefix>: <TypeName>"`` (its text may hold data, so it stays in
-    the log). Each failure is logged once, as ``rpc_failed``. Cancellation (a
+    the log). Each failure is logged once, as ``request_failed`` (the dataplane
+    logs the ones it saw; this logs the rest). Cancellation (a
     gone client, a missed deadline) and an abort the handler raised itself
     pass through untouched, so the handler's work unwinds.
 
@@ -83,11 +84,13 @@ def grpc_guard(
 def _failure_status(
     error: Exception, method: str, internal_prefix: str
 ) -> tuple[grpc.StatusCode, str]:
-    """The status a failed call answers with; logs the failure (the one place it is logged)."""
+    """The status a failed call answers with; logs what the dataplane has not logged yet."""
     if isinstance(error, ModelPlatformError):
-        log.info("rpc_failed", method=method, code=error.code.value, error=error.message)
+        if not error.logged:  # refused before the dataplane saw it (decoding, access checks)
+            log.info("request_failed", method=method, code=error.code.value, error=error.message)
+            error.logged = True
         return grpc_status(error), error.message
-    log.error("rpc_failed", method=method, error=type(error).__name__, exc_info=error)
+    log.error("request_failed", method=method, error=type(error).__name__, exc_info=error)
     return grpc.StatusCode.INTERNAL, f"{internal_prefix}: {type(error).__name__}"
 
 

@@ -6,7 +6,6 @@ import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
 
 import pluggy
 import structlog
@@ -106,7 +105,7 @@ def _check_allow_list(settings: Settings, infos: list[PluginInfo]) -> None:
         raise PluginError(f"plugins not installed: {', '.join(sorted(missing))}")
 
 
-async def call_shutdown_hooks(manager: pluggy.PluginManager, server: Any) -> None:
+async def call_shutdown_hooks(manager: pluggy.PluginManager, server: object) -> None:
     """Run every plugin's ``shutdown(server)``, awaiting what it returns, in pluggy's order.
 
     pluggy stops a hook call at the first exception, and hookspecs.py promises

@@ -34,7 +34,7 @@ async def _call(handler, context: FakeContext):
     with capture_logs() as logs:
         with pytest.raises(grpc.aio.AbortError):
             await handler("request", context)
-    return [entry for entry in logs if entry["event"] == "rpc_failed"]
+    return [entry for entry in logs if entry["event"] == "request_failed"]
 
 
 async def test_a_success_passes_through_untouched():
@@ -90,3 +90,11 @@ async def test_cancellation_and_the_handlers_own_abort_pass_through():
 
     logs = await _call(grpc_guard(aborting), context)
     assert context.aborted == (grpc.StatusCode.UNIMPLEMENTED, "not here") and logs == []
+
+
+async def test_an_error_the_dataplane_already_logged_is_not_logged_again():
+    error = ModelNotFound("simple", "")
+    error.logged = True  # as DataPlane.infer marks what it logged
+    context = FakeContext()
+    logs = await _call(grpc_guard(failing(error)), context)
+    assert context.aborted == (grpc.StatusCode.NOT_FOUND, error.message) and logs == []

@@ -3,8 +3,9 @@
 Registered through a generic handler that knows only these methods, so the
 repository plugin can serve the ``Repository*`` RPCs of the same service
 through its own. Errors become gRPC status codes through the core's
-``grpc_guard``; a cancelled call or a missed deadline cancels the handler's task, which
-unwinds the dataplane call, so nothing keeps running for a gone client.
+``grpc_guard``; a cancelled call or a missed deadline cancels the handler's
+task, which unwinds the dataplane call, so nothing keeps running for a gone
+client.
 """
 
 from __future__ import annotations
