@@ -41,7 +41,7 @@ from .errors import (
     Unsupported,
 )
 from .declarations import BodyPolicy, GrpcService, HttpDialect, HttpReply, HttpRequest, HttpRoute, json_error
-from .grpc_server import grpc_status
+from .grpc_server import grpc_guard, grpc_status
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
 from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
 from .models import IndexEntry, LoadOverride, ModelManager, ModelState, ModelVersion
@@ -108,6 +108,7 @@ __all__ = [
     "element_size",
     "encode_bytes",
     "from_buffer",
+    "grpc_guard",
     "grpc_status",
     "hookimpl",
     "json_error",

@@ -6,7 +6,9 @@ loop Sanic serves on, so HTTP and gRPC requests meet in the same schedulers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import grpc
 import structlog
@@ -36,6 +38,61 @@ GRPC_STATUS: dict[ErrorCode, grpc.StatusCode] = {
 def grpc_status(error: ModelPlatformError) -> grpc.StatusCode:
     """The gRPC status for a platform error (dialects with in-band errors don't need it)."""
     return GRPC_STATUS.get(error.code, grpc.StatusCode.UNKNOWN)
+
+
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+
+
+def grpc_guard(
+    handler: Callable[_Params, Awaitable[_Result]], *, internal_prefix: str = "internal error"
+) -> Callable[_Params, Awaitable[_Result]]:
+    """Wrap an async unary gRPC handler so that no error leaves it as a traceback.
+
+    ``handler`` is a function ``(request, context)`` or a servicer method
+    ``(self, request, context)``: the servicer context is always the last
+    argument. A :class:`ModelPlatformError` aborts the call with
+    :func:`grpc_status` and the error's own message, so every dialect says the
+    same words; any other exception aborts INTERNAL with
+    ``"<internal_prefix>: <TypeName>"`` (its text may hold data, so it stays in
+    the log). Each failure is logged once, as ``request_failed`` (the dataplane
+    logs the ones it saw; this logs the rest). Cancellation (a
+    gone client, a missed deadline) and an abort the handler raised itself
+    pass through untouched, so the handler's work unwinds.
+
+    Use it as ``@grpc_guard``; a dialect whose wording differs binds its own
+    prefix (``functools.partial(grpc_guard, internal_prefix="Internal error")``).
+    """
+    method = handler.__qualname__
+
+    @functools.wraps(handler)
+    async def guarded(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+        try:
+            return await handler(*args, **kwargs)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:  # noqa: BLE001 - becomes a status, never a traceback
+            code, message = _failure_status(error, method, internal_prefix)
+            context: grpc.aio.ServicerContext = args[-1]
+            await context.abort(code, message)
+            raise  # not reached: abort ends the call by raising
+
+    return guarded
+
+
+def _failure_status(
+    error: Exception, method: str, internal_prefix: str
+) -> tuple[grpc.StatusCode, str]:
+    """The status a failed call answers with; logs what the dataplane has not logged yet."""
+    if isinstance(error, ModelPlatformError):
+        if not error.logged:  # refused before the dataplane saw it (decoding, access checks)
+            log.info("request_failed", method=method, code=error.code.value, error=error.message)
+            error.logged = True
+        return grpc_status(error), error.message
+    log.error("request_failed", method=method, error=type(error).__name__, exc_info=error)
+    return grpc.StatusCode.INTERNAL, f"{internal_prefix}: {type(error).__name__}"
+
+
 INT32_MAX = 2**31 - 1
 
 

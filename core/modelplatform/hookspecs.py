@@ -98,7 +98,8 @@ def startup(server: ServerContext) -> Awaitable[Any] | None:
     """Run after models are loaded and before the first request is served.
 
     May return an awaitable, which is awaited. Called for every plugin.
-    Create loop-bound objects (tasks, queues) here, not at import time.
+    Create loop-bound objects (tasks, queues) here, not at import time. A
+    failure (raised, or from the awaitable) stops the server from starting.
     """
 
 
@@ -106,6 +107,7 @@ def startup(server: ServerContext) -> Awaitable[Any] | None:
 def shutdown(server: ServerContext) -> Awaitable[Any] | None:
     """Run when the server stops, before models are unloaded.
 
-    May return an awaitable, which is awaited. Called for every plugin; a
-    failure is logged and does not stop the others from running.
+    May return an awaitable, which is awaited. Called for every plugin, each
+    on its own: a failure (raised, or from the awaitable) is logged as
+    ``plugin_shutdown_failed`` and does not stop the others from running.
     """

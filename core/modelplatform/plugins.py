@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -102,3 +103,25 @@ def _check_allow_list(settings: Settings, infos: list[PluginInfo]) -> None:
     missing = set(settings.plugins) - {i.name for i in infos}
     if missing:
         raise PluginError(f"plugins not installed: {', '.join(sorted(missing))}")
+
+
+async def call_shutdown_hooks(manager: pluggy.PluginManager, server: object) -> None:
+    """Run every plugin's ``shutdown(server)``, awaiting what it returns, in pluggy's order.
+
+    pluggy stops a hook call at the first exception, and hookspecs.py promises
+    that one plugin's failure does not stop the others: so each implementation
+    is called here on its own, and a failure is logged (``plugin_shutdown_failed``)
+    and passed over. Wrappers (``hookwrapper``/``wrapper`` implementations) are
+    not supported on this hook and are skipped.
+    """
+    arguments = {"server": server}
+    for impl in reversed(manager.hook.shutdown.get_hookimpls()):  # pluggy's own call order
+        if impl.hookwrapper or impl.wrapper:
+            continue
+        try:
+            result = impl.function(**{name: arguments[name] for name in impl.argnames})
+            if inspect.isawaitable(result):
+                await result
+        except Exception as error:  # noqa: BLE001 - the other plugins still shut down
+            log.error("plugin_shutdown_failed", plugin=impl.plugin_name,
+                      error=f"{type(error).__name__}: {error}")

@@ -29,7 +29,7 @@ from .http import HttpFront
 from .logging import configure
 from .models import ModelManager
 from .polling import RepositoryPoller
-from .plugins import PluginSet, build_plugin_manager
+from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
 
 log = structlog.get_logger("modelplatform.server")
@@ -116,10 +116,7 @@ class RunningServer:
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
-        try:
-            await _call_hooks(ctx.plugins.manager.hook.shutdown(server=ctx))
-        except Exception as error:  # noqa: BLE001 - shutdown continues regardless
-            log.error("plugin_shutdown_failed", error=str(error))
+        await call_shutdown_hooks(ctx.plugins.manager, ctx)
         if self._grpc is not None:
             await self._grpc.stop(grace=2)
         if self.http is not None:

@@ -13,13 +13,22 @@ from typing import Any, ClassVar
 
 import orjson
 
-from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, ModelConfig, Tensor
-from modelplatform_oip.raw import raw_view
-from modelplatform_oip.rest.codec import BINARY_CODEC, EncodedResponse, Limits, RestCodec
-from modelplatform_oip.rest.json_codec import (
+from modelplatform import (
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    Limits,
+    ModelConfig,
+    Tensor,
+)
+from modelplatform_oip.api import (
+    BINARY_CODEC,
+    EncodedResponse,
+    RestCodec,
     json_output,
     load_json,
     parse_request,
+    raw_view,
     response_document,
 )
 

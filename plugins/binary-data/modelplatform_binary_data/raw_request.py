@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import struct
 
-from modelplatform import InferenceRequest, InvalidArgument, ModelConfig, Tensor, element_size
-from modelplatform_oip.raw import raw_array
-from modelplatform_oip.rest.codec import Limits
+from modelplatform import (
+    InferenceRequest,
+    InvalidArgument,
+    Limits,
+    ModelConfig,
+    Tensor,
+    element_size,
+)
+from modelplatform_oip.api import raw_array
 
 _LENGTH = struct.Struct("<I")
 

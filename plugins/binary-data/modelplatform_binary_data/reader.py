@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from modelplatform import InvalidArgument, element_count
-from modelplatform_oip.raw import raw_array
-from modelplatform_oip.rest.codec import Limits
+from modelplatform import InvalidArgument, Limits, element_count
+from modelplatform_oip.api import raw_array
 
 
 class BodyReader:

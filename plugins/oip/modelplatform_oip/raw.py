@@ -12,14 +12,13 @@ import numpy as np
 from modelplatform import (
     DATATYPES,
     InvalidArgument,
+    Limits,
     Tensor,
     decode_bytes,
     encode_bytes,
     from_buffer,
     numpy_dtype,
 )
-
-from .rest.codec import Limits
 
 
 def raw_array(

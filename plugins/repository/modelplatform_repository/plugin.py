@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from modelplatform import GrpcService, HttpDialect, Settings, hookimpl
 
-from modelplatform_oip.rest.status import http_status  # TODO(merge): modelplatform_oip.api
+from modelplatform_oip.api import http_status
 
 from . import rest, rpc
 

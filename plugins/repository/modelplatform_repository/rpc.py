@@ -2,9 +2,10 @@
 
 Served as part of ``inference.GRPCInferenceService`` through this plugin's
 own generic handler, beside the oip-grpc plugin's handler for the other
-methods of the same service. Messages come from modelplatform-oip's
-generated code; errors map through its status table; the restricted-API
-refusal is PERMISSION_DENIED.
+methods of the same service. Messages, the service name and the
+unary handler come from modelplatform-oip's extension API; errors become
+statuses through the core's one gRPC table; the restricted-API refusal is
+PERMISSION_DENIED.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from typing import Any
 import grpc
 
 from modelplatform import InvalidArgument, ServerContext
-from modelplatform_oip.protos import grpc_service_pb2 as pb
-from modelplatform_oip.rpc.service import unary_method
+from modelplatform_oip.api import GRPC_SERVICE, unary_method
+from modelplatform_oip.api import grpc_messages as pb
 
 from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
-SERVICE = "inference.GRPCInferenceService"
+SERVICE = GRPC_SERVICE
 #: Triton's gRPC metadata for restricted APIs is ``triton-grpc-protocol-<key>``;
 #: the bare ``<key>`` is accepted too.
 GRPC_HEADER_PREFIX = "triton-grpc-protocol-"

@@ -62,6 +62,7 @@ def test_platform_plugins_discovers_it(environment):
     assert "modelplatform-scale" in line and "loaded" in line
 
 
+@pytest.mark.hook("register_backends")
 def test_serves_a_model_through_entry_point_discovery(environment, tmp_path):
     (tmp_path / "doubler" / "1").mkdir(parents=True)
     (tmp_path / "doubler" / "config.pbtxt").write_text(MODEL)

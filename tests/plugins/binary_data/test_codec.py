@@ -12,13 +12,13 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    Limits,
     RequestedOutput,
     Tensor,
     parse_text,
 )
 from modelplatform.model_config import from_proto
 from modelplatform_binary_data.codec import BinaryCodec
-from modelplatform_oip.rest.codec import Limits
 
 LIMITS = Limits(max_tensor_elements=1 << 20, max_bytes_element=1 << 20)
 SIMPLE = from_proto(parse_text("""

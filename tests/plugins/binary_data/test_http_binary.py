@@ -42,6 +42,7 @@ def test_extension_advertised(client):
     assert "binary_tensor_data" in client.get_server_metadata()["extensions"]
 
 
+@pytest.mark.hook("register_codecs")
 def test_simple_binary_in_and_out(client):
     a = np.arange(32, dtype=np.int32).reshape(2, 16)
     b = np.ones((2, 16), dtype=np.int32)

@@ -55,6 +55,7 @@ def test_compressed_request_and_response(server, encoding):
     assert doc["outputs"][0]["data"] == [2 * i for i in range(16)]
 
 
+@pytest.mark.hook("register_http_dialects")
 def test_identity_response_without_accept_encoding(server):
     status, headers, body = _post(server.http_url, BODY, {})
     assert status == 200 and "content-encoding" not in headers

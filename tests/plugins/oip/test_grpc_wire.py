@@ -46,6 +46,7 @@ def _code(call) -> tuple[grpc.StatusCode, str]:
     return caught.value.code(), caught.value.details()
 
 
+@pytest.mark.hook("register_grpc_services")
 def test_typed_contents_in_raw_contents_out(stub):
     request = _simple_request()
     request.inputs[0].contents.int_contents.extend(range(16))

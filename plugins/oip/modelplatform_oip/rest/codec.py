@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-# Limits is re-exported: oip modules and the binary-data plugin import it from here.
+# Limits is re-exported for the dialect's routes; extensions take it from modelplatform.
 from modelplatform import Codec, InferenceRequest, InferenceResponse, Limits, ModelConfig  # noqa: F401
 
 DIALECT = "oip-rest"

@@ -17,11 +17,12 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    Limits,
     RequestedOutput,
     Tensor,
 )
 
-from .codec import EncodedResponse, Limits
+from .codec import EncodedResponse
 from .json_tensors import array_from_json, array_to_json
 
 #: Builds an input's array from its slice of a binary body (the binary extension).

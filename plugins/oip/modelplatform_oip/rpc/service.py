@@ -2,9 +2,10 @@
 
 Registered through a generic handler that knows only these methods, so the
 repository plugin can serve the ``Repository*`` RPCs of the same service
-through its own. Errors become gRPC status codes through ``status.py``; a
-cancelled call or a missed deadline cancels the handler's task, which
-unwinds the dataplane call, so nothing keeps running for a gone client.
+through its own. Errors become gRPC status codes through the core's
+``grpc_guard``; a cancelled call or a missed deadline cancels the handler's
+task, which unwinds the dataplane call, so nothing keeps running for a gone
+client.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ import grpc
 import structlog
 from google.protobuf import json_format
 
-from modelplatform import DataPlane, ModelPlatformError, ServerContext
+from modelplatform import DataPlane, Limits, ModelPlatformError, ServerContext, grpc_guard
 
 from ..protos import grpc_service_pb2 as pb
-from ..rest.codec import Limits
-from .status import grpc_status
 from .tensors import decode_request, encode_response
 
 SERVICE = "inference.GRPCInferenceService"
@@ -138,30 +137,14 @@ class OipService:
             window.release()
 
 
-def guarded(handler: Handler) -> Handler:
-    """Translate platform errors to status codes; never leak a traceback.
-
-    Public for the extensions that add RPCs to this service (the repository plugin).
-    """
-
-    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            return await handler(request, context)
-        except ModelPlatformError as error:
-            await context.abort(grpc_status(error), error.message)
-        except (grpc.aio.AbortError, asyncio.CancelledError):
-            raise
-        except Exception as error:  # noqa: BLE001 - reported as INTERNAL
-            log.error("rpc_failed", error=type(error).__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}")
-
-    return call
-
-
 def unary_method(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
-    """A guarded unary handler with protobuf (de)serialisers."""
+    """A unary handler with protobuf (de)serialisers whose errors become gRPC statuses.
+
+    Public through ``modelplatform_oip.api`` for the extensions that add RPCs to
+    this service (the repository plugin).
+    """
     return grpc.unary_unary_rpc_method_handler(
-        guarded(handler),
+        grpc_guard(handler),
         request_deserializer=request_type.FromString,
         response_serializer=response_type.SerializeToString,
     )

@@ -14,6 +14,7 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    Limits,
     RequestedOutput,
     Tensor,
     element_count,
@@ -22,7 +23,6 @@ from modelplatform import (
 
 from ..protos import grpc_service_pb2 as pb
 from ..raw import raw_array, raw_bytes
-from ..rest.codec import Limits
 from . import parameters
 
 #: Typed contents field for each datatype (FP16/BF16 have none: raw only).

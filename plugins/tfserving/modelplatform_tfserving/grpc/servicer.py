@@ -7,13 +7,11 @@ and HandleReloadConfigRequest answer UNIMPLEMENTED.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
-import structlog
 
-from modelplatform import InvalidArgument, ModelPlatformError, ServerContext, grpc_status
+from modelplatform import InvalidArgument, ServerContext, grpc_guard
 
 from ..examples import Example, example_from_proto
 from ..servables import Selector, status as model_status
@@ -25,28 +23,12 @@ from ..protos import services_pb2_grpc as services
 from .metadata import signature_def_map
 from .tensor_proto import from_array, to_array
 
-log = structlog.get_logger("modelplatform_tfserving.grpc")
 SIGNATURE_DEF = "signature_def"
 
 _STATES = {name: apis.ModelVersionStatus.State.Value(name) for name in apis.ModelVersionStatus.State.keys()}
 
-Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
-
-
-def rpc(method: Handler) -> Handler:
-    """Turn platform errors into gRPC statuses with the same message."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            return await method(self, request, context)
-        except ModelPlatformError as error:
-            await context.abort(grpc_status(error), error.message)
-        except Exception as error:  # noqa: BLE001 - a bug must not kill the stream
-            log.error("rpc_failed", method=method.__name__, error=type(error).__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"Internal error: {type(error).__name__}")
-
-    return wrapper  # type: ignore[return-value]
+#: The core's one gRPC error wrapper, in TF Serving's wording for unexpected errors.
+rpc = functools.partial(grpc_guard, internal_prefix="Internal error")
 
 
 def selector(spec: Any) -> Selector:

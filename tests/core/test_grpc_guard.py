@@ -1,0 +1,100 @@
+"""grpc_guard: the one wrapper that turns a handler's errors into gRPC statuses."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import grpc
+import pytest
+from structlog.testing import capture_logs
+
+from modelplatform import ModelNotFound, PermissionDenied, grpc_guard
+
+
+class FakeContext:
+    """Records the abort and raises as grpc.aio's context does."""
+
+    def __init__(self) -> None:
+        self.aborted: tuple[grpc.StatusCode, str] | None = None
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.aborted = (code, details)
+        raise grpc.aio.AbortError()
+
+
+def failing(error: BaseException):
+    async def handler(request, context):
+        raise error
+
+    return handler
+
+
+async def _call(handler, context: FakeContext):
+    with capture_logs() as logs:
+        with pytest.raises(grpc.aio.AbortError):
+            await handler("request", context)
+    return [entry for entry in logs if entry["event"] == "request_failed"]
+
+
+async def test_a_success_passes_through_untouched():
+    async def handler(request, context):
+        return f"answer to {request}"
+
+    context = FakeContext()
+    assert await grpc_guard(handler)("question", context) == "answer to question"
+    assert context.aborted is None
+
+
+async def test_a_platform_error_keeps_its_words_and_maps_to_its_status():
+    context = FakeContext()
+    logs = await _call(grpc_guard(failing(ModelNotFound("simple", "3"))), context)
+    assert context.aborted == (grpc.StatusCode.NOT_FOUND, ModelNotFound("simple", "3").message)
+    assert len(logs) == 1 and logs[0]["code"] == "NOT_FOUND"
+
+
+async def test_an_unexpected_error_is_internal_with_its_type_only_and_logged_once():
+    context = FakeContext()
+    logs = await _call(grpc_guard(failing(KeyError("secret data"))), context)
+    assert context.aborted == (grpc.StatusCode.INTERNAL, "internal error: KeyError")
+    assert len(logs) == 1 and logs[0]["log_level"] == "error" and logs[0]["error"] == "KeyError"
+
+
+async def test_a_dialect_can_word_internal_errors_its_own_way():
+    context = FakeContext()
+    tf_guard = functools.partial(grpc_guard, internal_prefix="Internal error")
+    await _call(tf_guard(failing(ValueError("x"))), context)
+    assert context.aborted == (grpc.StatusCode.INTERNAL, "Internal error: ValueError")
+
+
+async def test_methods_are_guarded_too():
+    class Servicer:
+        @grpc_guard
+        async def Method(self, request, context):  # noqa: N802 - a gRPC method name
+            raise PermissionDenied("restricted")
+
+    context = FakeContext()
+    await _call(Servicer().Method, context)
+    assert context.aborted == (grpc.StatusCode.PERMISSION_DENIED, "restricted")
+    assert Servicer.Method.__name__ == "Method"
+
+
+async def test_cancellation_and_the_handlers_own_abort_pass_through():
+    context = FakeContext()
+    with pytest.raises(asyncio.CancelledError):
+        await grpc_guard(failing(asyncio.CancelledError()))("request", context)
+    assert context.aborted is None
+
+    async def aborting(request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "not here")
+
+    logs = await _call(grpc_guard(aborting), context)
+    assert context.aborted == (grpc.StatusCode.UNIMPLEMENTED, "not here") and logs == []
+
+
+async def test_an_error_the_dataplane_already_logged_is_not_logged_again():
+    error = ModelNotFound("simple", "")
+    error.logged = True  # as DataPlane.infer marks what it logged
+    context = FakeContext()
+    logs = await _call(grpc_guard(failing(error)), context)
+    assert context.aborted == (grpc.StatusCode.NOT_FOUND, error.message) and logs == []
