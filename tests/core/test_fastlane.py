@@ -217,3 +217,11 @@ def test_router_matches_by_segments():
     assert match("POST", "/v2/models/m/versions/-3/infer") is None
     assert match("PUT", "/v2/models/m/versions/3/infer") is None
     assert match("POST", "/v2/models/m/infer") is None
+
+
+async def test_a_body_less_close_request_is_sanics(port):
+    """httptools reports keep-alive for a complete body-less request; the lane must not."""
+    [(status, headers, body)] = await exchange(port, post("/lane/a/echo", b"", "Connection: close"))
+    assert (status, body, headers["connection"]) == (200, b"sanic:", "close")
+    [(status, _, body)] = await exchange(port, post("/lane/a/echo", b"", version="1.0"))
+    assert (status, body) == (200, b"sanic:")

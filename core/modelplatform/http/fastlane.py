@@ -218,8 +218,9 @@ class FastLaneProtocol(SanicSeam):
         headers = head.headers
         if (
             not head.complete
-            or parser.get_http_version() != "1.1"
-            or not parser.should_keep_alive()
+            or not buffer.startswith(b" HTTP/1.1\r\n", buffer.find(b"\r\n") - 9)
+            # httptools forgets keep-alive once a body-less message is complete: ask the header
+            or "close" in headers.get("connection", "").lower()
             or b"?" in head.url
             or b"%" in head.url
             or head.repeated
