@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from google.protobuf import json_format
 
-from modelplatform import InvalidArgument
+from modelplatform import InferenceResponse, InvalidArgument
 
 from ..converter import Payload
 from ..protos.grps_pb2 import GrpsMessage
@@ -53,6 +53,9 @@ def parse_predict(data: dict[str, Any]) -> tuple[Payload, str]:
 
 
 def parse_message(data: dict[str, Any]) -> GrpsMessage:
+    message = _plain_gtensors(data)
+    if message is not None:
+        return message
     _alias_flat_double(data)
     message = GrpsMessage()
     try:
@@ -61,6 +64,43 @@ def parse_message(data: dict[str, Any]) -> GrpsMessage:
     except (json_format.ParseError, ValueError, TypeError) as error:
         raise InvalidArgument(f"invalid GrpsMessage JSON: {error}") from None
     return message
+
+
+#: Keys of the common gtensors request that the message constructor takes as they are.
+_MESSAGE_KEYS = frozenset({"model", "gtensors"})
+_TENSOR_KEYS = frozenset({
+    "name", "dtype", "shape", "flat_uint8", "flat_int8", "flat_int16", "flat_int32",
+    "flat_int64", "flat_float16", "flat_float32", "flat_float64", "flat_string",
+})  # fmt: skip
+
+
+def _plain_gtensors(data: dict[str, Any]) -> GrpsMessage | None:
+    """The common gtensors request, built by protobuf's C constructor (~3 us, not ~80).
+
+    Only for documents in proto field names with plainly typed values; the
+    constructor accepts a bool where a number belongs (JSON parsing does not),
+    so those, and anything it refuses, take ``ParseDict`` for its exact rules
+    and messages.
+    """
+    gtensors = data.get("gtensors")
+    if not _MESSAGE_KEYS.issuperset(data) or not isinstance(gtensors, dict) or list(gtensors) != ["tensors"]:
+        return None
+    tensors = gtensors["tensors"]
+    if not isinstance(tensors, list) or not all(_plain_tensor(t) for t in tensors):
+        return None
+    try:
+        return GrpsMessage(**data)
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain_tensor(tensor: Any) -> bool:
+    if not isinstance(tensor, dict) or not _TENSOR_KEYS.issuperset(tensor):
+        return False
+    if not isinstance(tensor.get("dtype", ""), str) or not isinstance(tensor.get("name", ""), str):
+        return False
+    repeated = [values for key, values in tensor.items() if key not in ("name", "dtype")]
+    return all(type(values) is list and not any(type(v) is bool for v in values) for values in repeated)
 
 
 def _alias_flat_double(data: dict[str, Any]) -> None:
@@ -75,6 +115,32 @@ def _alias_flat_double(data: dict[str, Any]) -> None:
             if any(key in tensor for key in FLOAT64_KEYS):
                 raise InvalidArgument(f"tensor has both {alias} and flat_float64; send flat_float64 only")
             tensor["flat_float64"] = tensor.pop(alias)
+
+
+#: Outputs whose protobuf JSON is exactly their numbers as a list (int64 would be strings,
+#: floats shortest-repr): only these are written without building the message.
+_PLAIN_INTS = {"INT8": "DT_INT8", "INT16": "DT_INT16", "INT32": "DT_INT32", "UINT8": "DT_UINT8"}
+_FIELD = {"DT_INT8": "flat_int8", "DT_INT16": "flat_int16", "DT_INT32": "flat_int32", "DT_UINT8": "flat_uint8"}
+_SUCCESS = {"code": 200, "msg": "OK", "status": "SUCCESS"}
+
+
+def gtensors_reply(response: InferenceResponse) -> bytes | None:
+    """A gtensors success reply written straight from the outputs (~2 us, not ~25).
+
+    The bytes equal ``dump_message(success(to_message(...)))``; ``None`` when
+    an output is not a plain integer tensor with a name, a shape and elements,
+    so the message path keeps every other case's exact rules.
+    """
+    tensors = []
+    for tensor in response.outputs:
+        dt = _PLAIN_INTS.get(tensor.datatype)
+        if dt is None or not tensor.name or not tensor.shape or not tensor.data.size:
+            return None
+        values = tensor.data.reshape(-1).tolist()
+        tensors.append({"name": tensor.name, "dtype": dt, "shape": list(tensor.shape), _FIELD[dt]: values})
+    if not tensors:
+        return None
+    return orjson.dumps({"status": _SUCCESS, "gtensors": {"tensors": tensors}})
 
 
 def dump_message(message: GrpsMessage) -> bytes:

@@ -17,7 +17,7 @@ from ..metadata import model_yaml, server_yaml
 from ..runtime import GrpsRuntime, Observation, runtime
 from ..status import failure, success
 from .custom import custom_routes
-from .json_io import JSON, dump_message, load_object, parse_predict
+from .json_io import JSON, dump_message, gtensors_reply, load_object, parse_predict
 from .streaming import stream_reply, wants_streaming
 
 DIALECT = "grps-rest"
@@ -107,7 +107,8 @@ class GrpsRoutes:
             raw = single_bytes_of(response) if kind == "bin_data" else None
             if raw is not None:
                 return HttpReply(200, raw, OCTET)
-            return _reply(success(to_message(response, kind)))
+            fast = gtensors_reply(response) if kind == "gtensors" else None
+            return _json(fast) if fast is not None else _reply(success(to_message(response, kind)))
 
     # ---- monitor ----
 
