@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import pickle
 from pathlib import Path
@@ -11,13 +12,14 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from modelplatform import ModelConfig
+from modelplatform import InvalidArgument, LoadOverride, ModelConfig
 from modelplatform.model_config import InstanceGroup, load_file, parse_json, read_config
 from modelplatform.protos import model_config_pb2 as pb
 
 from ..conftest import MODEL_REPOSITORY
 from .test_model_config import TRITON_CONFIG
 
+CORE = Path(__file__).resolve().parents[2] / "core" / "modelplatform"
 MODEL_DIRS = sorted(p for p in MODEL_REPOSITORY.iterdir() if (p / "config.pbtxt").is_file())
 
 
@@ -102,3 +104,31 @@ def test_a_completed_config_turns_back_into_the_message_it_was_made_from(tmp_pat
     data = {**read_config(_triton_dir(tmp_path)).to_json(), "max_batch_size": 8}
     rebuilt = json_format.ParseDict(ModelConfig.from_json(data).document, pb.ModelConfig())
     assert rebuilt == parse_json(data)
+
+
+def test_a_load_override_is_plain_json_checked_at_once():
+    text = '{"max_batch_size": 4, "input": [{"name": "A", "dims": ["3"]}]}'
+    override = LoadOverride.from_json(text)
+    assert override.config == {"max_batch_size": 4, "input": [{"name": "A", "dims": [3]}]}
+    assert _protobuf_inside(override) == []  # type: ignore[arg-type]
+    assert LoadOverride.from_json({"max_batch_size": 0}).key == LoadOverride.from_json({}).key
+    with pytest.raises(InvalidArgument, match="invalid model configuration JSON"):
+        LoadOverride.from_json("{not json")
+    with pytest.raises(InvalidArgument, match="invalid model configuration JSON"):
+        LoadOverride.from_json({"max_batch_size": "many"})
+
+
+@pytest.mark.parametrize("package", ["models", "cluster"])
+def test_models_and_cluster_import_no_protobuf(package):
+    for module in sorted((CORE / package).glob("*.py")):
+        tree = ast.parse(module.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            assert not any("protobuf" in n or "protos" in n or n.endswith("_pb2") for n in names), (
+                f"{module.name} imports {names}"
+            )
