@@ -66,7 +66,7 @@ async def test_a_connection_with_a_wrong_authkey_is_refused_and_cannot_join(addr
         listener.close()
 
 
-def test_the_authkey_never_shows_in_logs_or_reprs(address):
+def test_the_authkey_never_shows_in_a_repr(address):
     assert address.authkey.hex() not in repr(address)
     assert str(address.authkey) not in repr(address)
 
