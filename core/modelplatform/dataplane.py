@@ -50,7 +50,12 @@ class Siblings(Protocol):
 
 class DataPlane:
     def __init__(
-        self, models: ModelManager, server_name: str, server_version: str, extensions: list[str]
+        self,
+        models: ModelManager,
+        server_name: str,
+        server_version: str,
+        extensions: list[str],
+        siblings: Siblings | None = None,
     ) -> None:
         self.models = models
         self.server_name = server_name
@@ -62,8 +67,8 @@ class DataPlane:
         #: Why the server should look not-ready while still serving (a plugin's
         #: drain switch, e.g. grps ``offline``); ready() is false while non-empty.
         self.drain_reasons: set[str] = set()
-        #: The other workers of ``--workers N`` (set by cluster.Member), else None.
-        self.siblings: Siblings | None = None
+        #: The other workers of ``--workers N`` (cluster.SiblingLink), else None.
+        self.siblings = siblings
 
     def ready(self) -> bool:
         return (

@@ -1,14 +1,22 @@
-"""Model configuration: Triton's config.pbtxt (a subset) and its JSON form.
+"""The config reader: Triton's config.pbtxt (a subset) into plain frozen dataclasses.
 
 Parsed with protobuf text format against ``protos/modelplatform/protos/
 model_config.proto``, which keeps Triton's names and field numbers. Fields
 Triton knows and we do not are skipped with a warning, so an existing Triton
-repository loads. :class:`ModelConfig` is frozen: it is resolved once at load
-time and read, never parsed, on the request path.
+repository loads.
+
+Protobuf stays in this module (the only core module besides the generated
+``protos/`` that imports it): what leaves it is a :class:`ModelConfig` of
+frozen dataclasses and plain values, including the whole configuration as
+Triton's JSON document, produced once at load time. A ModelConfig is resolved
+once and read, never parsed, on the request path; it pickles as plain data
+(process instances, ``--workers``).
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +76,15 @@ class VersionPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceGroup:
+    """One ``instance_group`` entry: ``count`` instances (at least 1) of one ``kind``."""
+
+    kind: str = "KIND_AUTO"
+    count: int = 1
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig:
     name: str
     platform: str = ""
@@ -80,7 +97,11 @@ class ModelConfig:
     dynamic_batching: DynamicBatching | None = None
     parameters: dict[str, str] = field(default_factory=dict)
     decoupled: bool = False
-    proto: pb.ModelConfig = field(default_factory=pb.ModelConfig, compare=False, repr=False)
+    default_model_filename: str = ""
+    instance_group: tuple[InstanceGroup, ...] = ()
+    #: The whole configuration as Triton's JSON, as read (no defaults added): what
+    #: ``to_json`` answers and an RPC turns back into its proto. Read it, never change it.
+    document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def batching(self) -> bool:
@@ -96,26 +117,22 @@ class ModelConfig:
         return next((s for s in self.outputs if s.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
-        """Triton's JSON form: proto field names, defaults printed, int64 as numbers."""
-        data = json_format.MessageToDict(
-            self.proto,
-            preserving_proto_field_name=True,
-            always_print_fields_with_no_presence=True,
-        )
+        """Triton's JSON form, a copy to change at will: the document plus Triton's defaults.
+
+        A config built by hand (tests, placeholders) has no document: only its name.
+        """
+        data = copy.deepcopy(self.document) if self.document else {"name": self.name}
         data.setdefault("model_transaction_policy", {"decoupled": False})
         data.setdefault("response_cache", {"enable": False})
-        return _ints_as_numbers(data)
+        return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | str | bytes) -> ModelConfig:
+    def from_json(cls, data: Mapping[str, Any] | str | bytes) -> ModelConfig:
         """Validate and freeze Triton's JSON form (a backend completing its config uses it)."""
         return from_proto(parse_json(data))
 
     def with_backend(self, backend: str) -> ModelConfig:
-        proto = pb.ModelConfig()
-        proto.CopyFrom(self.proto)
-        proto.backend = backend
-        return from_proto(proto)
+        return self.from_json({**(self.document or {"name": self.name}), "backend": backend})
 
 
 #: The (u)int64 fields protobuf's JSON printer writes as strings.
@@ -159,7 +176,7 @@ def parse_text(text: str, source: str = CONFIG_FILE) -> pb.ModelConfig:
         return proto
 
 
-def parse_json(data: dict[str, Any] | str | bytes) -> pb.ModelConfig:
+def parse_json(data: Mapping[str, Any] | str | bytes) -> pb.ModelConfig:
     """Parse Triton's JSON model configuration (as the repository load API sends)."""
     proto = pb.ModelConfig()
     try:
@@ -186,10 +203,47 @@ def load_file(model_dir: Path) -> pb.ModelConfig:
     return proto
 
 
+def read_config(
+    model_dir: Path, override: Mapping[str, Any] | None = None, name: str = ""
+) -> ModelConfig:
+    """A model folder's configuration, validated and frozen.
+
+    ``override`` (Triton's JSON, as a load request sends) replaces the folder's
+    config.pbtxt but keeps the backend or platform the folder implies; ``name``
+    replaces the folder's name (an uploaded folder has a temporary one).
+    """
+    proto = load_file(model_dir)
+    if override is not None:
+        proto = _overridden(parse_json(override), proto)
+    proto.name = name or proto.name
+    return from_proto(proto)
+
+
+def config_json(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+    """Check Triton's JSON model configuration now; the plain dict a load override carries."""
+    return _as_dict(parse_json(data), defaults=False)
+
+
+def _overridden(override: pb.ModelConfig, on_disk: pb.ModelConfig) -> pb.ModelConfig:
+    """An override without backend/platform keeps what the model's folder implies."""
+    if not override.backend and not override.platform:
+        override.backend, override.platform = on_disk.backend, on_disk.platform
+    return override
+
+
+def _as_dict(proto: pb.ModelConfig, defaults: bool) -> dict[str, Any]:
+    """Triton's JSON form: proto field names, int64 as numbers, defaults printed if asked."""
+    data = json_format.MessageToDict(
+        proto, preserving_proto_field_name=True, always_print_fields_with_no_presence=defaults
+    )
+    return _ints_as_numbers(data)
+
+
 def from_proto(proto: pb.ModelConfig) -> ModelConfig:
     """Validate a parsed configuration and freeze it."""
     if proto.max_batch_size < 0:
         raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
+    groups = tuple(_instance_group(group) for group in proto.instance_group)
     return ModelConfig(
         name=proto.name,
         platform=proto.platform,
@@ -198,11 +252,13 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         inputs=tuple(_spec(proto.name, t, "input") for t in proto.input),
         outputs=tuple(_spec(proto.name, t, "output") for t in proto.output),
         version_policy=_version_policy(proto.version_policy),
-        instance_count=_instance_count(proto),
+        instance_count=max(1, sum(group.count for group in groups)),
         dynamic_batching=_dynamic_batching(proto),
         parameters={k: v.string_value for k, v in proto.parameters.items()},
         decoupled=proto.model_transaction_policy.decoupled,
-        proto=proto,
+        default_model_filename=proto.default_model_filename,
+        instance_group=groups,
+        document=_as_dict(proto, defaults=True),
     )
 
 
@@ -233,8 +289,9 @@ def _version_policy(policy: pb.ModelVersionPolicy) -> VersionPolicy:
     return VersionPolicy()
 
 
-def _instance_count(proto: pb.ModelConfig) -> int:
-    return max(1, sum(max(1, group.count) for group in proto.instance_group))
+def _instance_group(group: pb.ModelInstanceGroup) -> InstanceGroup:
+    kind = pb.ModelInstanceGroup.Kind.Name(group.kind)
+    return InstanceGroup(kind=kind, count=max(1, group.count), gpus=tuple(group.gpus))
 
 
 def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:

@@ -51,8 +51,16 @@ class ServerContext:
     state: dict[str, Any] = field(default_factory=dict)
 
 
-def compose(settings: Settings, extra_plugins: Sequence[object] = ()) -> ServerContext:
-    """Collect every plugin's declarations once and freeze them."""
+def compose(
+    settings: Settings,
+    extra_plugins: Sequence[object] = (),
+    cluster_link: cluster.SiblingLink | None = None,
+) -> ServerContext:
+    """Collect every plugin's declarations once and freeze them.
+
+    ``cluster_link`` (a ``--workers`` worker) relays the manager's loads and
+    unloads to the sibling workers and brings their statistics to the dataplane.
+    """
     plugins = build_plugin_manager(settings, extra_plugins)
     hook = plugins.manager.hook
     backends = BackendRegistry(_flatten(hook.register_backends(settings=settings)))
@@ -60,8 +68,12 @@ def compose(settings: Settings, extra_plugins: Sequence[object] = ()) -> ServerC
     dialects = _unique_dialects(_flatten(hook.register_http_dialects(settings=settings)))
     services = list(_flatten(hook.register_grpc_services(settings=settings)))
     extensions = _extensions(dialects.values(), services, codecs)
-    models = ModelManager(settings.model_repository, backends, settings.strict_readiness)
-    dataplane = DataPlane(models, settings.server_name, __version__, extensions)
+    models = ModelManager(
+        settings.model_repository, backends, settings.strict_readiness, replicator=cluster_link
+    )
+    dataplane = DataPlane(
+        models, settings.server_name, __version__, extensions, siblings=cluster_link
+    )
     return ServerContext(settings, plugins, backends, codecs, dialects, services, models, dataplane)
 
 
@@ -158,14 +170,17 @@ def _repository_names(ctx: ServerContext) -> list[str]:
     return list(repository.scan(ctx.settings.model_repository))
 
 
-async def serve(settings: Settings, worker: tuple[int, str] | None = None) -> None:
-    """Run until SIGINT/SIGTERM; ``worker`` (index, socket) joins a ``--workers`` cluster."""
-    server = RunningServer(compose(settings))
+async def serve(
+    settings: Settings, worker: tuple[int, cluster.ClusterAddress] | None = None
+) -> None:
+    """Run until SIGINT/SIGTERM; ``worker`` (index, address) joins a ``--workers`` cluster."""
+    link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
+    server = RunningServer(compose(settings, cluster_link=link))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    member = _member(server.context, worker)
+    member = _member(server.context, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
     await server.start()
@@ -179,19 +194,16 @@ async def serve(settings: Settings, worker: tuple[int, str] | None = None) -> No
         await server.stop()
 
 
-def _member(ctx: ServerContext, worker: tuple[int, str] | None) -> cluster.Member | None:
-    if worker is None:
-        return None
+def _member(ctx: ServerContext, link: cluster.SiblingLink) -> cluster.Member:
     dataplane = ctx.dataplane
 
     def ready_here() -> bool:
         others = dataplane.drain_reasons - {cluster.WAITING}
         return dataplane.live and dataplane.accepting and not others and ctx.models.all_requested_ready()
 
-    member = cluster.Member(worker[0], ctx.settings.workers, ctx.models, ready_here,
-                            dataplane.drain_reasons, dataplane.local_statistics)
-    dataplane.siblings = member  # statistics answer the sums over every worker
-    return member
+    return cluster.Member(
+        link, ctx.models, ready_here, dataplane.drain_reasons, dataplane.local_statistics
+    )
 
 
 def run(settings: Settings) -> None:
@@ -202,11 +214,11 @@ def run(settings: Settings) -> None:
     _run_loop(serve(settings))
 
 
-def run_worker(settings: Settings, index: int, path: str) -> None:
+def run_worker(settings: Settings, index: int, address: cluster.ClusterAddress) -> None:
     """A worker process of ``--workers N`` (started by the supervisor)."""
     configure(settings.log_verbose, settings.log_format)
     structlog.contextvars.bind_contextvars(worker=index)
-    _run_loop(serve(settings, (index, path)))
+    _run_loop(serve(settings, (index, address)))
 
 
 def _run_loop(main: Any) -> Any:

@@ -28,7 +28,6 @@ from modelplatform import (
     Settings,
     Tensor,
     hookimpl,
-    parse_json,
 )
 from modelplatform.polling import RepositoryPoller
 from modelplatform.testing import InProcessServer, free_port
@@ -236,12 +235,12 @@ async def test_config_override_then_back_to_the_repository_config(repo):
     write_model(repo, "m")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         models, dataplane = server.context.models, server.context.dataplane
-        override = parse_json(
+        override = LoadOverride.from_json(
             '{"parameters": {"factor": {"string_value": "10"}},'
             ' "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],'
             ' "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}]}'
         )
-        await models.load("m", LoadOverride(config=override))
+        await models.load("m", override)
         assert (await dataplane.infer(request("m"))).outputs[0].data.tolist() == [10.0, 10.0]
         assert models.get("m").config.backend == "lifecycle"  # kept from the folder
         await models.load("m")
@@ -253,8 +252,8 @@ async def test_a_temporary_model_folder_is_removed_after_unload(repo, tmp_path_f
     (upload / "3").mkdir()
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         models = server.context.models
-        config = parse_json({"backend": "lifecycle", "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
-                             "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}]})
+        config = {"backend": "lifecycle", "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
+                  "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}]}
         await models.load("new", LoadOverride(config=config, model_dir=upload, temporary=True))
         assert models.get("new").version == 3 and upload.is_dir()
         await models.unload("new")

@@ -51,7 +51,7 @@ class OnnxRuntimeBackend(Backend):
 
     async def load(self) -> None:
         settings = options.parse(self.config.name, self.config.parameters)
-        path = self.version_dir / (self.config.proto.default_model_filename or MODEL_FILE)
+        path = self.version_dir / (self.config.default_model_filename or MODEL_FILE)
         if not path.is_file():
             raise InvalidArgument(f"model '{self.config.name}': {path} does not exist")
         try:

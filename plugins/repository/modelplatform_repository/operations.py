@@ -18,7 +18,6 @@ from modelplatform import (
     LoadOverride,
     ServerContext,
     Unsupported,
-    parse_json,
 )
 
 from .access import PermissionDenied, check_control_mode
@@ -63,7 +62,7 @@ class RepositoryOperations:
         await self.models.unload(name)
 
     async def _override(self, params: LoadParameters) -> LoadOverride | None:
-        config = parse_json(params.config) if params.config is not None else None
+        config = LoadOverride.from_json(params.config).config  # checked: malformed is refused now
         if not params.files:
             return LoadOverride(config=config) if config is not None else None
         if not self.allow_upload:

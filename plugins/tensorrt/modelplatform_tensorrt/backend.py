@@ -50,7 +50,7 @@ class TensorRTBackend(Backend):
         reason = availability.unavailable_reason()
         if reason:
             raise Unavailable(f"model '{self.config.name}': tensorrt backend unavailable: {reason}")
-        path = self.version_dir / (self.config.proto.default_model_filename or MODEL_FILE)
+        path = self.version_dir / (self.config.default_model_filename or MODEL_FILE)
         if not path.is_file():
             raise InvalidArgument(f"model '{self.config.name}': {path} does not exist")
         self._lock = asyncio.Lock()
@@ -105,7 +105,7 @@ class TensorRTBackend(Backend):
     def _device(self) -> int:
         """This instance's GPU: instance_group ``gpus`` round-robin within its group, else 0."""
         devices = []
-        for group in self.config.proto.instance_group:
+        for group in self.config.instance_group:
             gpus = list(group.gpus) or [0]
-            devices += [gpus[i % len(gpus)] for i in range(max(1, group.count))]
+            devices += [gpus[i % len(gpus)] for i in range(group.count)]
         return devices[self.instance_index] if self.instance_index < len(devices) else 0

@@ -77,7 +77,7 @@ class OipService:
     ) -> pb.ModelConfigResponse:
         config = self.dataplane.model_config(request.name, request.version)
         response = pb.ModelConfigResponse()
-        response.config.CopyFrom(config.proto)
+        json_format.ParseDict(config.document, response.config)  # the JSON as read: same message
         return response
 
     async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:

@@ -1,0 +1,196 @@
+"""Loading, swapping and unloading one model's versions and their backend instances.
+
+Every method runs under the model's lock (manager.py queues them), so it may
+change the model's record freely. A reload builds the new versions
+completely, swaps them in, and only then drains and unloads the old ones; a
+failed reload keeps the previous versions serving and records the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from .. import model_config, repository
+from ..backend import Backend, BackendRegistry
+from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
+from ..model_config import ModelConfig
+from ..scheduling.factory import create_scheduler
+from ..stats import ModelStats
+from .override import LoadOverride, Source
+from .states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
+
+log = structlog.get_logger("modelplatform.models")
+
+
+class Loader:
+    """Turns load and unload requests into versions, instances and schedulers."""
+
+    def __init__(self, root: Path, backends: BackendRegistry) -> None:
+        self.root = root
+        self._backends = backends
+
+    async def load(self, model: ModelRecord, override: LoadOverride) -> str:
+        """Load and swap in; returns the failure reason, or "" when every version loaded."""
+        model_dir = override.model_dir or self.root / model.name
+        source: Source = (override.key, await asyncio.to_thread(repository.fingerprint, model_dir))
+        if _unchanged(model, source):
+            log.info("model_load_skipped", model=model.name, reason="unchanged and READY")
+            return ""
+        model.attempted = source
+        try:
+            fresh = _planned(model.name, model_dir, override.config)
+        except ModelPlatformError as error:
+            await _discard(override)
+            return _record_failure(model, {WHOLE_MODEL: str(error)})
+        await self._load_versions(model, fresh, model_dir)
+        return await self._swap(model, fresh, source, override)
+
+    async def unload(self, model: ModelRecord) -> None:
+        model.requested = False
+        await self._unload_versions(model.versions.values())
+        for mv in model.versions.values():
+            mv.state, mv.reason = ModelState.UNAVAILABLE, "unloaded"
+        model.failures, model.source, model.attempted = {}, None, None
+        if model.temp_dir is not None:
+            await _remove_dir(model.temp_dir)
+            model.temp_dir = None
+
+    async def _load_versions(
+        self, model: ModelRecord, fresh: list[ModelVersion], model_dir: Path
+    ) -> None:
+        model.loading = {mv.version: mv for mv in fresh}
+        try:
+            await asyncio.gather(*(self._load_version(mv, model_dir) for mv in fresh))
+        finally:
+            model.loading = {}
+
+    async def _swap(
+        self, model: ModelRecord, fresh: list[ModelVersion], source: Source, override: LoadOverride
+    ) -> str:
+        failed = {v.version: v.reason for v in fresh if not v.ready}
+        if failed and model.serving():  # keep the serving versions, drop the new ones
+            await self._unload_versions(fresh)
+            await _discard(override)
+            return _record_failure(model, failed)
+        old, old_dir = model.versions, model.temp_dir
+        model.versions = {v.version: v for v in fresh}
+        model.failures, model.source = {}, source
+        model.temp_dir = override.model_dir if override.temporary else None
+        if not failed:
+            model.requested = True
+        await self._unload_versions(old.values())
+        if old_dir is not None and old_dir != model.temp_dir:
+            await _remove_dir(old_dir)
+        if failed and not model.serving():
+            await _discard(override)
+            model.temp_dir = None
+        version, reason = next(iter(failed.items()), (0, ""))
+        return f"version {version}: {reason}" if reason else ""
+
+    async def _load_version(self, mv: ModelVersion, model_dir: Path) -> None:
+        log.info("model_loading", model=mv.name, version=mv.version)
+        try:
+            cls = self._backends.resolve(mv.config, model_dir)
+            reason = cls.unavailable_reason()
+            if reason:
+                raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
+            await _start_instances(mv, cls, model_dir / str(mv.version))
+        except Exception as error:  # noqa: BLE001 - any load failure is the model's reason
+            await _stop_instances(mv)
+            mv.state, mv.reason = ModelState.UNAVAILABLE, _reason(error)
+            log.error("model_load_failed", model=mv.name, version=mv.version, reason=mv.reason)
+            return
+        mv.state = ModelState.READY
+        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind)
+
+    async def _unload_versions(self, versions: Iterable[ModelVersion]) -> None:
+        await asyncio.gather(*(_unload_version(v) for v in versions))
+
+
+def _planned(name: str, model_dir: Path, override: dict[str, Any] | None) -> list[ModelVersion]:
+    """The versions to load (LOADING), sharing the configuration read from the folder."""
+    if not model_dir.is_dir():
+        raise ModelNotFound(name)
+    config = model_config.read_config(model_dir, override, name)
+    wanted = config.version_policy.select(list(repository.read_model(model_dir).versions))
+    if not wanted:
+        raise InvalidArgument("no version folder matches the version policy")
+    return [ModelVersion(name, v, ModelState.LOADING, config) for v in wanted]
+
+
+def _unchanged(model: ModelRecord, source: Source) -> bool:
+    return (
+        model.source == source
+        and not model.failures
+        and bool(model.versions)
+        and all(v.ready for v in model.versions.values())
+    )
+
+
+def _record_failure(model: ModelRecord, failures: dict[int, str]) -> str:
+    """Keep READY versions serving; otherwise show the reasons as UNAVAILABLE versions."""
+    log.error("model_load_failed", model=model.name, reasons=failures)
+    if model.serving():
+        model.failures = failures
+    else:
+        placeholder = ModelConfig(model.name)
+        model.versions = {
+            v: ModelVersion(model.name, v, ModelState.UNAVAILABLE, placeholder, reason=r)
+            for v, r in failures.items()
+        }
+    version, reason = next(iter(failures.items()))
+    return reason if version == WHOLE_MODEL else f"version {version}: {reason}"
+
+
+async def _start_instances(mv: ModelVersion, cls: type[Backend], version_dir: Path) -> None:
+    for index in range(mv.config.instance_count):
+        instance = cls(mv.config, version_dir, index)
+        mv.instances.append(instance)
+        await instance.load()
+    mv.config = mv.instances[0].config  # a backend may have completed the config
+    mv.stats = ModelStats(mv.name, mv.version_str)
+    mv.scheduler = create_scheduler(mv.config, mv.instances, mv.stats)
+
+
+async def _unload_version(mv: ModelVersion) -> None:
+    if mv.state is not ModelState.READY:
+        return
+    mv.state = ModelState.UNLOADING
+    await mv.drain()
+    if mv.scheduler is not None:
+        await mv.scheduler.close()
+    await _stop_instances(mv)
+    mv.scheduler, mv.stats = None, None
+    mv.state, mv.reason = ModelState.UNAVAILABLE, "unloaded"
+    log.info("model_unloaded", model=mv.name, version=mv.version)
+
+
+async def _stop_instances(mv: ModelVersion) -> None:
+    for instance in mv.instances:
+        try:
+            await instance.unload()
+        except Exception as error:  # noqa: BLE001 - unload must reach every instance
+            log.error("model_unload_failed", model=mv.name, reason=_reason(error))
+    mv.instances.clear()
+
+
+async def _discard(override: LoadOverride) -> None:
+    if override.temporary and override.model_dir is not None:
+        await _remove_dir(override.model_dir)
+
+
+async def _remove_dir(path: Path) -> None:
+    await asyncio.to_thread(shutil.rmtree, path, True)
+    log.info("model_folder_removed", path=str(path))
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, ModelPlatformError):
+        return error.message
+    return f"{type(error).__name__}: {error}"
