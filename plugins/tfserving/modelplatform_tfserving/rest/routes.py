@@ -55,7 +55,7 @@ def _selector(match: re.Match[str]) -> Selector:
 class TfRoutes:
     def __init__(self, context: ServerContext) -> None:
         self.service = TfService(context)
-        self.models = context.models
+        self.dataplane = context.dataplane
 
     async def dispatch(self, request: Request, path: str = "") -> HTTPResponse:
         method, raw = request.method, request.path
@@ -78,19 +78,19 @@ class TfRoutes:
         selector = _selector(match)
         if match.group(4):
             return _json(documents.pretty(self._metadata(selector)))
-        return _json(documents.pretty(documents.status_json(model_status(self.models, selector))))
+        return _json(documents.pretty(documents.status_json(model_status(self.dataplane, selector))))
 
     def _metadata(self, selector: Selector) -> dict:
         target = self.service.resolve(selector, "")
         signatures = signatures_of(target.model.config).signatures
-        return documents.metadata_json(selector.name, target.model.version_str, signatures)
+        return documents.metadata_json(selector.name, target.model.version, signatures)
 
     def _all_models(self) -> dict:
         """Extension: every model and its versions (TF Serving answers 400 here)."""
-        names = sorted({entry.name for entry in self.models.index()})
+        names = sorted({entry.name for entry in self.dataplane.index()})
         models = []
         for name in names:
-            statuses = model_status(self.models, Selector(name)) if known_versions(self.models, name) else []
+            statuses = model_status(self.dataplane, Selector(name)) if known_versions(self.dataplane, name) else []
             models.append({"name": name, **documents.status_json(statuses)})
         return {"models": models}
 
