@@ -77,7 +77,8 @@ class DataPlane:
     def __init__(
         self, models: ModelManager, server_name: str, server_version: str, extensions: list[str]
     ) -> None:
-        self.models = models
+        #: Private: plugins see models only through the views the methods below return.
+        self._models = models
         self.server_name = server_name
         self.server_version = server_version
         #: Filled once at start-up from every loaded plugin; never mutated afterwards.
@@ -95,11 +96,11 @@ class DataPlane:
             self.live
             and self.accepting
             and not self.drain_reasons
-            and self.models.all_requested_ready()
+            and self._models.all_requested_ready()
         )
 
     def model_ready(self, name: str, version: str = "") -> bool:
-        return self.models.is_ready(name, version)
+        return self._models.is_ready(name, version)
 
     def server_metadata(self) -> dict[str, Any]:
         return {
@@ -109,12 +110,12 @@ class DataPlane:
         }
 
     def model_config(self, name: str, version: str = "") -> ModelConfig:
-        return self.models.get(name, version).config
+        return self._models.get(name, version).config
 
     def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
-        chosen = self.models.get(name, version)
+        chosen = self._models.get(name, version)
         config = chosen.config
-        ready = [v.version_str for v in self.models.versions(name) if v.ready]
+        ready = [v.version_str for v in self._models.versions(name) if v.ready]
         return ModelMetadata(
             name=name,
             versions=[chosen.version_str] if version else ready,
@@ -132,17 +133,17 @@ class DataPlane:
         InvalidArgument for a version that is not a number. Dialects with
         version labels (TF Serving) turn the label into a number first.
         """
-        return _info(self.models.get(name, version))
+        return _info(self._models.get(name, version))
 
     def version_status(self, name: str) -> list[VersionInfo]:
         """Every version of ``name`` the server knows, oldest first, READY or not; [] if none."""
-        return [_info(v) for v in self.models.versions(name)]
+        return [_info(v) for v in self._models.versions(name)]
 
     # ---- the repository ----
 
     def index(self, ready_only: bool = False) -> list[IndexEntry]:
         """Models on disk and loaded, by name; one never loaded has an entry with only a name."""
-        return self.models.index(ready_only)
+        return self._models.index(ready_only)
 
     def repository_config(self, name: str) -> ModelConfig | None:
         """``name``'s configuration as its repository folder declares it, loaded or not.
@@ -151,7 +152,7 @@ class DataPlane:
         it reads the file. None when the repository has no folder ``name``;
         InvalidArgument when its config.pbtxt does not parse.
         """
-        model_dir = self.models.root / name
+        model_dir = self._models.root / name
         if not name or name != Path(name).name or name.startswith(".") or not model_dir.is_dir():
             return None
         return model_config.from_proto(model_config.load_file(model_dir))
@@ -178,11 +179,11 @@ class DataPlane:
             if temporary and model_dir is not None:
                 await asyncio.to_thread(shutil.rmtree, model_dir, True)
             raise
-        await self.models.load(name, override)
+        await self._models.load(name, override)
 
     async def unload(self, name: str) -> None:
         """Unload every version of ``name`` once its requests in flight have finished."""
-        await self.models.unload(name)
+        await self._models.unload(name)
 
     # ---- statistics ----
 
@@ -206,16 +207,16 @@ class DataPlane:
     def local_statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
         """This process's counters only (see :meth:`statistics`)."""
         if version:
-            return _stats_of([self.models.get(name, version)])
-        names = [name] if name else self.models.names()
-        found = _stats_of([v for n in names for v in self.models.versions(n) if v.ready])
+            return _stats_of([self._models.get(name, version)])
+        names = [name] if name else self._models.names()
+        found = _stats_of([v for n in names for v in self._models.versions(n) if v.ready])
         if name and not found:
-            self.models.get(name)  # raises the same not-found/not-ready error as infer
+            self._models.get(name)  # raises the same not-found/not-ready error as infer
         return found
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Validate, schedule, and shape the response for one request."""
-        model = self.models.get(request.model_name, request.model_version)
+        model = self._models.get(request.model_name, request.model_version)
         stats = model.stats
         started = time.perf_counter_ns()
         # The hot path: model.request() and Call.failures_counted() spelled out inline,
@@ -245,7 +246,7 @@ class DataPlane:
         stream are raised from the iteration; closing the iterator early
         (client gone) closes the backend's stream too and counts nothing.
         """
-        model = self.models.get(request.model_name, request.model_version)
+        model = self._models.get(request.model_name, request.model_version)
         call = Call(model, request.model_name, request.model_version)
         try:
             with call.failures_counted():
@@ -267,7 +268,7 @@ class DataPlane:
         until its chunks end or it is closed, so close it), then as a success
         or a failure in the model's statistics. Instances take turns.
         """
-        call = Call(self.models.get(name, version), name, version)
+        call = Call(self._models.get(name, version), name, version)
         try:
             with call.failures_counted():
                 raw = await call.instance.handle_raw(body, headers)

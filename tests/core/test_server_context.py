@@ -50,6 +50,7 @@ def test_core_internals_are_not_reachable(context: ServerContext) -> None:
     for hidden in ("plugins", "models", "backends", "state"):
         assert not hasattr(context, hidden)
     assert isinstance(context.dataplane, DataPlane)
+    assert not hasattr(context.dataplane, "models")
 
 
 def test_shared_makes_one_object_per_type(context: ServerContext) -> None:
