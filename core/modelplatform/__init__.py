@@ -6,7 +6,8 @@ Everything not listed in ``__all__`` is private to the core and may change.
 from ._version import __version__
 from .backend import Backend, ExecuteResult, RawResponse
 from .codecs import Codec
-from .dataplane import DataPlane, ModelMetadata, TensorMetadata
+from .context import ServerContext
+from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
 from .dtypes import (
     CONFIG_TO_DATATYPE,
     DATATYPE_TO_CONFIG,
@@ -46,7 +47,6 @@ from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Ten
 from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
 from .models import IndexEntry, LoadOverride, ModelManager, ModelState, ModelVersion
 from .plugins import hookimpl
-from .server import ServerContext
 from .settings import Limits, Settings
 from .validation import element_count
 
@@ -100,6 +100,7 @@ __all__ = [
     "TensorSpec",
     "Unavailable",
     "Unsupported",
+    "VersionInfo",
     "__version__",
     "as_bytes_array",
     "datatype_of",

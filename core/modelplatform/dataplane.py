@@ -1,29 +1,36 @@
-"""The one path every protocol calls: health, metadata, configuration, infer.
+"""The one path every protocol calls: health, metadata, versions, the repository, calls.
 
 Dialects decode their wire format into an InferenceRequest, call
 :meth:`DataPlane.infer`, and encode the InferenceResponse; they never touch
-models or backends directly. Everything here is a dict lookup or a check
-against an already-frozen ModelConfig: nothing is parsed per request.
+models or backends directly. What they read about models comes back as
+frozen views (:class:`VersionInfo`, :class:`IndexEntry`, ModelConfig), never
+the manager's own objects. Everything on the request path is a dict lookup
+or a check against an already-frozen ModelConfig: nothing is parsed per request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import shutil
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
-import structlog
-
+from . import model_config
+from .backend import RawResponse
+from .calls import Call, CountedChunks, record_failure
 from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
-from .models import ModelManager, ModelVersion
+from .models import IndexEntry, LoadOverride, ModelManager, ModelVersion
 from .stats import ModelStats
 from .validation import validate_request
 
-log = structlog.get_logger("modelplatform.dataplane")
+#: A load's replacement configuration: Triton's JSON form, as a document or its text.
+ConfigJson = Mapping[str, Any] | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,24 @@ class ModelMetadata:
     outputs: list[TensorMetadata]
 
 
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """One version of a model as plugins see it: a read-only snapshot, not the live version."""
+
+    name: str
+    #: The version number as text; "" for a failure of the whole model (a bad configuration).
+    version: str
+    #: Triton's state names: READY, LOADING, UNLOADING, UNAVAILABLE.
+    state: str
+    config: ModelConfig
+    #: Why it is not READY ("unloaded" after a clean unload), else "".
+    reason: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "READY"
+
+
 class Siblings(Protocol):
     async def statistics(self, name: str, version: str) -> list[list[ModelStats]]:
         """Every other worker's local statistics for the same query."""
@@ -57,7 +82,8 @@ class DataPlane:
         extensions: list[str],
         siblings: Siblings | None = None,
     ) -> None:
-        self.models = models
+        #: Private: plugins see models only through the views the methods below return.
+        self._models = models
         self.server_name = server_name
         self.server_version = server_version
         #: Filled once at start-up from every loaded plugin; never mutated afterwards.
@@ -75,11 +101,11 @@ class DataPlane:
             self.live
             and self.accepting
             and not self.drain_reasons
-            and self.models.all_requested_ready()
+            and self._models.all_requested_ready()
         )
 
     def model_ready(self, name: str, version: str = "") -> bool:
-        return self.models.is_ready(name, version)
+        return self._models.is_ready(name, version)
 
     def server_metadata(self) -> dict[str, Any]:
         return {
@@ -89,12 +115,12 @@ class DataPlane:
         }
 
     def model_config(self, name: str, version: str = "") -> ModelConfig:
-        return self.models.get(name, version).config
+        return self._models.get(name, version).config
 
     def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
-        chosen = self.models.get(name, version)
+        chosen = self._models.get(name, version)
         config = chosen.config
-        ready = [v.version_str for v in self.models.versions(name) if v.ready]
+        ready = [v.version_str for v in self._models.versions(name) if v.ready]
         return ModelMetadata(
             name=name,
             versions=[chosen.version_str] if version else ready,
@@ -103,8 +129,68 @@ class DataPlane:
             outputs=[_tensor_metadata(s, config) for s in config.outputs],
         )
 
-    def model_version(self, name: str, version: str = "") -> ModelVersion:
-        return self.models.get(name, version)
+    # ---- versions ----
+
+    def resolve(self, name: str, version: str = "") -> VersionInfo:
+        """The READY version a request names: ``version``, or the newest READY one when "".
+
+        Raises what :meth:`infer` would: ModelNotFound, ModelNotReady, or
+        InvalidArgument for a version that is not a number. Dialects with
+        version labels (TF Serving) turn the label into a number first.
+        """
+        return _info(self._models.get(name, version))
+
+    def version_status(self, name: str) -> list[VersionInfo]:
+        """Every version of ``name`` the server knows, oldest first, READY or not; [] if none."""
+        return [_info(v) for v in self._models.versions(name)]
+
+    # ---- the repository ----
+
+    def index(self, ready_only: bool = False) -> list[IndexEntry]:
+        """Models on disk and loaded, by name; one never loaded has an entry with only a name."""
+        return self._models.index(ready_only)
+
+    def repository_config(self, name: str) -> ModelConfig | None:
+        """``name``'s configuration as its repository folder declares it, loaded or not.
+
+        For start-up decisions (a dialect's custom routes), not for requests:
+        it reads the file. None when the repository has no folder ``name``;
+        InvalidArgument when its config.pbtxt does not parse.
+        """
+        model_dir = self._models.root / name
+        if not name or name != Path(name).name or name.startswith(".") or not model_dir.is_dir():
+            return None
+        return model_config.read_config(model_dir)
+
+    async def load(
+        self,
+        name: str,
+        config: ConfigJson | None = None,
+        *,
+        model_dir: Path | None = None,
+        temporary: bool = False,
+    ) -> None:
+        """Load or reload ``name``; raises with the reason when it does not load.
+
+        ``config`` replaces the repository's configuration (Triton's JSON form;
+        an override without backend or platform keeps the folder's). ``model_dir``
+        loads from that folder instead of the repository's; ``temporary`` hands
+        the folder over to be deleted once nothing loaded from it is left (also
+        when this call fails). With ``--workers N`` every worker loads it.
+        """
+        try:
+            override = LoadOverride.from_json(config, model_dir, temporary)
+        except ModelPlatformError:
+            if temporary and model_dir is not None:
+                await asyncio.to_thread(shutil.rmtree, model_dir, True)
+            raise
+        await self._models.load(name, override)
+
+    async def unload(self, name: str) -> None:
+        """Unload every version of ``name`` once its requests in flight have finished."""
+        await self._models.unload(name)
+
+    # ---- statistics ----
 
     async def statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
         """Counters of every READY version: of all models, of one model, or of one version.
@@ -126,30 +212,30 @@ class DataPlane:
     def local_statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
         """This process's counters only (see :meth:`statistics`)."""
         if version:
-            return _stats_of([self.models.get(name, version)])
-        names = [name] if name else self.models.names()
-        found = _stats_of([v for n in names for v in self.models.versions(n) if v.ready])
+            return _stats_of([self._models.get(name, version)])
+        names = [name] if name else self._models.names()
+        found = _stats_of([v for n in names for v in self._models.versions(n) if v.ready])
         if name and not found:
-            self.models.get(name)  # raises the same not-found/not-ready error as infer
+            self._models.get(name)  # raises the same not-found/not-ready error as infer
         return found
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Validate, schedule, and shape the response for one request."""
-        model = self.models.get(request.model_name, request.model_version)
+        model = self._models.get(request.model_name, request.model_version)
         stats = model.stats
         started = time.perf_counter_ns()
-        # The hot path: model.request() and _failures_counted() spelled out inline,
+        # The hot path: model.request() and Call.failures_counted() spelled out inline,
         # since generator context managers cost more than the rest of this method.
         model.enter()
         try:
             validate_request(request, model.config)
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]
         except ModelPlatformError as error:
-            _record_failure(request, stats, started, error)
+            record_failure(request.model_name, request.model_version, stats, started, error)
             raise
         except Exception as error:
             failure = ModelExecutionError(request.model_name, error)
-            _record_failure(request, stats, started, failure)
+            record_failure(request.model_name, request.model_version, stats, started, failure)
             raise failure from error
         finally:
             model.leave()
@@ -160,51 +246,44 @@ class DataPlane:
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Validate, then yield every response of a streaming (generator) model.
 
-        Errors before or during the stream are raised from the iteration; closing
-        the iterator early (client gone) closes the backend's stream too.
+        Each stream takes the model's instances in turn and counts in flight
+        until it ends, so an unload waits for it. Errors before or during the
+        stream are raised from the iteration; closing the iterator early
+        (client gone) closes the backend's stream too and counts nothing.
         """
-        model = self.models.get(request.model_name, request.model_version)
-        stats = model.stats
-        started = time.perf_counter_ns()
-        with model.request(), _failures_counted(request, stats, started):
-            validate_request(request, model.config)
-            # aclosing: a consumer that stops early stops the backend now, not at GC.
-            async with contextlib.aclosing(model.instances[0].stream(request)) as responses:
-                async for response in responses:
-                    yield _finish(response, request, model)
-        stats.record_success(time.perf_counter_ns() - started)  # type: ignore[union-attr]
+        model = self._models.get(request.model_name, request.model_version)
+        call = Call(model, request.model_name, request.model_version)
+        try:
+            with call.failures_counted():
+                validate_request(request, model.config)
+                # aclosing: a consumer that stops early stops the backend now, not at GC.
+                async with contextlib.aclosing(call.instance.stream(request)) as responses:
+                    async for response in responses:
+                        yield _finish(response, request, model)
+            call.succeeded()
+        finally:
+            call.release()
 
+    async def call_raw(
+        self, name: str, version: str, body: bytes, headers: Mapping[str, str]
+    ) -> RawResponse:
+        """Hand a request in the model's own wire format to an instance (custom routes).
 
-@contextlib.contextmanager
-def _failures_counted(
-    request: InferenceRequest, stats: ModelStats | None, started: int
-) -> Iterator[None]:
-    """Count and log a failed request; anything not ours becomes ModelExecutionError."""
-    try:
-        yield
-    except ModelPlatformError as error:
-        _record_failure(request, stats, started, error)
-        raise
-    except Exception as error:
-        failure = ModelExecutionError(request.model_name, error)
-        _record_failure(request, stats, started, failure)
-        raise failure from error
-
-
-def _record_failure(
-    request: InferenceRequest, stats: ModelStats | None, started: int, error: ModelPlatformError
-) -> None:
-    if stats is not None:
-        stats.record_failure(time.perf_counter_ns() - started)
-    # Messages name tensors and shapes, never their contents.
-    log.info(
-        "request_failed",
-        model=request.model_name,
-        version=request.model_version,
-        code=error.code.value,
-        error=error.message,
-    )
-    error.logged = True
+        Counted like :meth:`infer`: in flight until answered (a streamed body:
+        until its chunks end or it is closed, so close it), then as a success
+        or a failure in the model's statistics. Instances take turns.
+        """
+        call = Call(self._models.get(name, version), name, version)
+        try:
+            with call.failures_counted():
+                raw = await call.instance.handle_raw(body, headers)
+        except BaseException:
+            call.release()  # e.g. cancelled: no longer in flight, counted as nothing
+            raise
+        if isinstance(raw.body, (bytes, bytearray, memoryview)):
+            call.succeeded()
+            return raw
+        return RawResponse(CountedChunks(raw.body, call), raw.content_type, raw.status)
 
 
 def _finish(
@@ -223,6 +302,12 @@ def _finish(
                 selected.append(tensor)
         response.outputs = selected
     return response
+
+
+def _info(version: ModelVersion) -> VersionInfo:
+    return VersionInfo(
+        version.name, version.version_str, version.state.value, version.config, version.reason
+    )
 
 
 def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:

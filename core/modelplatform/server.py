@@ -1,4 +1,4 @@
-"""Composition root: settings + plugins -> ServerContext, then the lifecycle.
+"""Composition root: settings + plugins -> ServerContext (frozen), then the lifecycle.
 
 Start-up order: plugins are collected and frozen; the HTTP port opens (so
 liveness answers while models load); models load per the control mode; the
@@ -12,7 +12,8 @@ import asyncio
 import inspect
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import grpc
@@ -21,6 +22,7 @@ from . import cluster, repository
 from ._version import __version__
 from .backend import BackendRegistry
 from .codecs import CodecRegistry
+from .context import ServerContext
 from .dataplane import DataPlane
 from .errors import ModelPlatformError, PluginError
 from .declarations import GrpcService, HttpDialect
@@ -35,27 +37,20 @@ from .settings import Settings
 log = structlog.get_logger("modelplatform.server")
 
 
-@dataclass(eq=False)
-class ServerContext:
-    """Everything a plugin may use at start-up; handed to blueprint factories and hooks."""
+@dataclass(frozen=True, eq=False)
+class Composition:
+    """What :func:`compose` built: the plugins' context, and what core keeps to itself."""
 
-    settings: Settings
+    context: ServerContext
     plugins: PluginSet
-    backends: BackendRegistry
-    codecs: CodecRegistry
-    dialects: dict[str, HttpDialect]
-    grpc_services: list[GrpcService]
     models: ModelManager
-    dataplane: DataPlane
-    #: Plugin-owned shared state (e.g. grps online flag), keyed by plugin name.
-    state: dict[str, Any] = field(default_factory=dict)
 
 
 def compose(
     settings: Settings,
     extra_plugins: Sequence[object] = (),
     cluster_link: cluster.SiblingLink | None = None,
-) -> ServerContext:
+) -> Composition:
     """Collect every plugin's declarations once and freeze them.
 
     ``cluster_link`` (a ``--workers`` worker) relays the manager's loads and
@@ -74,7 +69,14 @@ def compose(
     dataplane = DataPlane(
         models, settings.server_name, __version__, extensions, siblings=cluster_link
     )
-    return ServerContext(settings, plugins, backends, codecs, dialects, services, models, dataplane)
+    context = ServerContext(
+        settings=settings,
+        codecs=codecs,
+        dialects=MappingProxyType(dialects),  # read-only views: the context is frozen through
+        grpc_services=tuple(services),
+        dataplane=dataplane,
+    )
+    return Composition(context, plugins, models)
 
 
 def _flatten(results: list[Sequence[Any] | None]) -> list[Any]:
@@ -101,8 +103,11 @@ def _extensions(
 class RunningServer:
     """A started server; ``stop()`` shuts it down in reverse order."""
 
-    def __init__(self, context: ServerContext) -> None:
-        self.context = context
+    def __init__(self, composition: Composition) -> None:
+        self.context = composition.context
+        #: Core's own: plugins reach models only through ``context.dataplane``.
+        self.models = composition.models
+        self._plugins = composition.plugins
         self.http: HttpFront | None = None
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
@@ -111,12 +116,12 @@ class RunningServer:
         ctx = self.context
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
-        await load_initial_models(ctx)
-        self._poller = start_polling(ctx)
+        await load_initial_models(ctx.settings, self.models)
+        self._poller = start_polling(ctx.settings, self.models)
         self._grpc = await start_grpc_server(ctx)
-        await _call_hooks(ctx.plugins.manager.hook.startup(server=ctx))
+        await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.accepting = True
-        log.info("server_started", plugins=list(ctx.plugins.loaded))
+        log.info("server_started", plugins=list(self._plugins.loaded))
 
     async def _start_http(self) -> None:
         self.http = HttpFront(self.context)
@@ -128,12 +133,12 @@ class RunningServer:
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
-        await call_shutdown_hooks(ctx.plugins.manager, ctx)
+        await call_shutdown_hooks(self._plugins.manager, ctx)
         if self._grpc is not None:
             await self._grpc.stop(grace=2)
         if self.http is not None:
             await self.http.stop()
-        await ctx.models.shutdown()
+        await self.models.shutdown()
         log.info("server_stopped")
 
 
@@ -143,31 +148,25 @@ async def _call_hooks(results: list[Any]) -> None:
             await result
 
 
-async def load_initial_models(ctx: ServerContext) -> None:
+async def load_initial_models(settings: Settings, models: ModelManager) -> None:
     """Load what the control mode asks for; failures are kept as reasons, not raised."""
-    settings = ctx.settings
-    names = sorted(_repository_names(ctx))
+    names = sorted(repository.scan(settings.model_repository))
     if settings.model_control_mode == "explicit" and "*" not in settings.load_models:
         names = list(settings.load_models)
-    loads = (ctx.models.load(n, required=True) for n in names)
+    loads = (models.load(n, required=True) for n in names)
     results = await asyncio.gather(*loads, return_exceptions=True)
     for name, result in zip(names, results):
         if isinstance(result, ModelPlatformError):
             log.warning("model_unavailable", model=name, reason=result.message)
 
 
-def start_polling(ctx: ServerContext) -> asyncio.Task[None] | None:
+def start_polling(settings: Settings, models: ModelManager) -> asyncio.Task[None] | None:
     """In poll mode, a task that follows the repository every ``repository_poll_secs``."""
-    settings = ctx.settings
     if settings.model_control_mode != "poll" or settings.repository_poll_secs <= 0:
         return None
-    poller = RepositoryPoller(ctx.models, settings.model_repository, settings.repository_poll_secs)
+    poller = RepositoryPoller(models, settings.model_repository, settings.repository_poll_secs)
     log.info("repository_polling_started", every_secs=settings.repository_poll_secs)
     return asyncio.ensure_future(poller.run())
-
-
-def _repository_names(ctx: ServerContext) -> list[str]:
-    return list(repository.scan(ctx.settings.model_repository))
 
 
 async def serve(
@@ -180,7 +179,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    member = _member(server.context, link) if link is not None else None
+    member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
     await server.start()
@@ -194,16 +193,14 @@ async def serve(
         await server.stop()
 
 
-def _member(ctx: ServerContext, link: cluster.SiblingLink) -> cluster.Member:
+def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink) -> cluster.Member:
     dataplane = ctx.dataplane
 
     def ready_here() -> bool:
         others = dataplane.drain_reasons - {cluster.WAITING}
-        return dataplane.live and dataplane.accepting and not others and ctx.models.all_requested_ready()
+        return dataplane.live and dataplane.accepting and not others and models.all_requested_ready()
 
-    return cluster.Member(
-        link, ctx.models, ready_here, dataplane.drain_reasons, dataplane.local_statistics
-    )
+    return cluster.Member(link, models, ready_here, dataplane.drain_reasons, dataplane.local_statistics)
 
 
 def run(settings: Settings) -> None:

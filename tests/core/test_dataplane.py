@@ -69,7 +69,7 @@ async def test_infer_runs_the_latest_version(repo):
         np.testing.assert_array_equal(response.outputs[0].data, np.full((3, 2), 2.0))
         assert dataplane.ready()
         assert dataplane.model_metadata("double").versions == ["2"]
-        stats = server.context.models.get("double").stats.to_json()
+        stats = server.running.models.get("double").stats.to_json()
         # Triton counts inferences as batch rows: one execution of a 3-row request
         assert stats["inference_count"] == 3 and stats["execution_count"] == 1
 
@@ -87,14 +87,14 @@ async def test_errors_fail_alone_and_the_model_keeps_serving(repo):
             await dataplane.infer(_request("double", np.ones((1, 2), np.float32), version="7"))
         response = await dataplane.infer(_request("double", np.ones((1, 2), np.float32)))
         assert response.outputs[0].data.tolist() == [[2.0, 2.0]]
-        stats = server.context.models.get("double").stats.to_json()
+        stats = server.running.models.get("double").stats.to_json()
         assert stats["inference_stats"]["fail"]["count"] == 1  # the INT32 request
         assert stats["inference_stats"]["success"]["count"] == 1
 
 
 async def test_unload_and_index(repo):
     async with InProcessServer(_settings(repo), [FunctionBackendPlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         await models.unload("double")
         with pytest.raises(ModelNotReady):
             models.get("double")
@@ -108,6 +108,6 @@ async def test_unload_and_index(repo):
 async def test_missing_function_is_a_load_failure_with_reason(repo):
     _model(repo, "orphan")
     async with InProcessServer(_settings(repo), [FunctionBackendPlugin]) as server:
-        entry = next(e for e in server.context.models.index() if e.name == "orphan")
+        entry = next(e for e in server.running.models.index() if e.name == "orphan")
         assert entry.state == "UNAVAILABLE" and "no function registered" in entry.reason
         assert server.context.dataplane.model_ready("double")

@@ -89,7 +89,7 @@ async def test_stream_yields_every_response_and_counts_stats(repo: Path) -> None
         got = [r async for r in dataplane.stream(_request("counter", 3))]
         assert [int(r.outputs[0].data[0]) for r in got] == [1, 2, 3]
         assert all(r.model_name == "counter" and r.model_version == "1" for r in got)
-        stats = dataplane.model_version("counter").stats
+        stats = server.running.models.get("counter").stats
         assert stats.inference_count == 1
 
 
@@ -109,7 +109,7 @@ async def test_stream_validates_and_wraps_errors(repo: Path) -> None:
 
 async def test_closing_the_stream_early_closes_the_backend_stream(repo: Path) -> None:
     async with InProcessServer(_settings(repo), [CountingPlugin(), FunctionBackendPlugin()]) as server:
-        model = server.context.dataplane.model_version("counter")
+        model = server.running.models.get("counter")
         responses = server.context.dataplane.stream(_request("counter", 100))
         await anext(responses)
         assert model.in_flight == 1

@@ -106,7 +106,7 @@ def repo(tmp_path):
 async def test_concurrent_loads_load_once(repo):
     write_model(repo, "m", load_delay="0.2")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         assert LOADS["m"] == 1
         await asyncio.gather(*(models.load("m") for _ in range(8)))
         assert LOADS["m"] == 1  # unchanged and READY: a no-op
@@ -118,7 +118,7 @@ async def test_concurrent_loads_load_once(repo):
 async def test_load_unload_race_ends_in_the_last_requests_state(repo):
     write_model(repo, "m", load_delay="0.1")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         await asyncio.gather(models.unload("m"), models.load("m"), models.unload("m"))
         assert not models.is_ready("m")
         assert [(e.state, e.reason) for e in models.index()] == [("UNAVAILABLE", "unloaded")]
@@ -131,7 +131,7 @@ async def test_a_slow_load_never_blocks_the_loop(repo):
     write_model(repo, "fast")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         write_model(repo, "slow", load_delay="1.0")
-        load = asyncio.ensure_future(server.context.models.load("slow"))
+        load = asyncio.ensure_future(server.running.models.load("slow"))
         gaps, last = [], time.perf_counter()
         while not load.done():
             await asyncio.sleep(0.01)
@@ -142,14 +142,14 @@ async def test_a_slow_load_never_blocks_the_loop(repo):
         await load
         assert response.outputs[0].data.tolist() == [2.0, 2.0]
         assert len(gaps) > 20 and max(gaps) < 0.1
-        entry = [e for e in server.context.models.index() if e.name == "slow"]
+        entry = [e for e in server.running.models.index() if e.name == "slow"]
         assert entry[0].state == "READY"
 
 
 async def test_loading_versions_show_in_the_index(repo):
     write_model(repo, "m", load_delay="0.5")
     async with InProcessServer(settings(repo, load_models=("none",)), [LifecyclePlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         assert [e.name for e in models.index() if e.name == "m"] == ["m"]
         assert models.index()[-1].state == ""  # never loaded: name only
         load = asyncio.ensure_future(models.load("m"))
@@ -163,7 +163,7 @@ async def test_loading_versions_show_in_the_index(repo):
 async def test_reload_under_load_drops_no_request(repo):
     folder = write_model(repo, "m", factor="2")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        dataplane, models = server.context.dataplane, server.context.models
+        dataplane, models = server.context.dataplane, server.running.models
         stop = asyncio.Event()
         results: list[float] = []
 
@@ -187,7 +187,7 @@ async def test_reload_under_load_drops_no_request(repo):
 async def test_failed_reload_keeps_the_previous_version_serving(repo):
     folder = write_model(repo, "m")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        models, dataplane = server.context.models, server.context.dataplane
+        models, dataplane = server.running.models, server.context.dataplane
         (folder / "config.pbtxt").write_text(_config("m", fail="out of memory"))
         with pytest.raises(ModelPlatformError, match="out of memory"):
             await models.load("m")
@@ -209,7 +209,7 @@ async def test_first_load_failure_shows_the_reason_and_strictness(repo):
     write_model(repo, "good")
     write_model(repo, "bad", fail="no such weights")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        entries = {e.name: e for e in server.context.models.index()}
+        entries = {e.name: e for e in server.running.models.index()}
         assert entries["bad"].state == "UNAVAILABLE" and "no such weights" in entries["bad"].reason
         assert not server.context.dataplane.ready()  # strict: a start-up model failed
     async with InProcessServer(settings(repo, strict_readiness=False), [LifecyclePlugin]) as server:
@@ -219,7 +219,7 @@ async def test_first_load_failure_shows_the_reason_and_strictness(repo):
 async def test_an_extra_load_does_not_flap_readiness(repo):
     write_model(repo, "base")
     async with InProcessServer(settings(repo, load_models=("base",)), [LifecyclePlugin]) as server:
-        dataplane, models = server.context.dataplane, server.context.models
+        dataplane, models = server.context.dataplane, server.running.models
         write_model(repo, "extra", load_delay="0.3")
         load = asyncio.ensure_future(models.load("extra"))
         await asyncio.sleep(0.1)
@@ -234,7 +234,7 @@ async def test_an_extra_load_does_not_flap_readiness(repo):
 async def test_config_override_then_back_to_the_repository_config(repo):
     write_model(repo, "m")
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        models, dataplane = server.context.models, server.context.dataplane
+        models, dataplane = server.running.models, server.context.dataplane
         override = LoadOverride.from_json(
             '{"parameters": {"factor": {"string_value": "10"}},'
             ' "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],'
@@ -251,7 +251,7 @@ async def test_a_temporary_model_folder_is_removed_after_unload(repo, tmp_path_f
     upload = tmp_path_factory.mktemp("upload")
     (upload / "3").mkdir()
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         config = {"backend": "lifecycle", "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
                   "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}]}
         await models.load("new", LoadOverride(config=config, model_dir=upload, temporary=True))
@@ -263,7 +263,7 @@ async def test_a_temporary_model_folder_is_removed_after_unload(repo, tmp_path_f
 async def test_version_policy_latest_all_specific(repo):
     folder = write_model(repo, "m", versions=(1, 2, 3))
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         assert [v.version for v in models.versions("m")] == [3]
         for policy, expected in (("all { }", [1, 2, 3]), ("specific { versions: [1, 3] }", [1, 3]),
                                  ("latest { num_versions: 2 }", [2, 3])):
@@ -276,7 +276,7 @@ async def test_poll_loads_only_settled_folders_and_unloads_removed_ones(repo, tm
     write_model(repo, "kept")
     async with InProcessServer(settings(repo, model_control_mode="poll", repository_poll_secs=0.0),
                                [LifecyclePlugin]) as server:
-        models = server.context.models
+        models = server.running.models
         poller = RepositoryPoller(models, repo, 1.0)
         await poller.poll_once()
         folder = write_model(repo, "new")
@@ -303,6 +303,6 @@ async def test_poll_loads_only_settled_folders_and_unloads_removed_ones(repo, tm
 async def test_names_that_leave_the_repository_are_refused(repo, name):
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         with pytest.raises(ModelPlatformError, match="not a valid model name"):
-            await server.context.models.load(name)
+            await server.running.models.load(name)
         with pytest.raises(ModelPlatformError, match="not a valid model name"):
-            await server.context.models.unload(name)
+            await server.running.models.unload(name)

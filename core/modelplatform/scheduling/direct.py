@@ -16,10 +16,17 @@ from ..backend import Backend
 from ..errors import Internal, ModelPlatformError
 from ..inference import InferenceRequest, InferenceResponse
 from ..stats import ModelStats
+from .instances import InstanceRing
 
 
 class Scheduler(Protocol):
-    async def submit(self, request: InferenceRequest) -> InferenceResponse: ...
+    async def submit(self, request: InferenceRequest) -> InferenceResponse:
+        """Run one request on an instance (batched with others or not)."""
+        ...
+
+    def pick(self) -> tuple[int, Backend]:
+        """The instance (and its index) for a stream or raw call, which bypasses ``submit``."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -36,6 +43,7 @@ class DirectScheduler:
         self._idle: list[tuple[int, Backend]] = list(enumerate(instances))[::-1]
         self._waiters: deque[asyncio.Future[tuple[int, Backend]]] = deque()
         self._stats = stats
+        self._ring = InstanceRing(instances)
 
     async def submit(self, request: InferenceRequest) -> InferenceResponse:
         if self._idle and not self._waiters:
@@ -50,6 +58,9 @@ class DirectScheduler:
         finally:
             self._release(index, instance)
         return _single(results)
+
+    def pick(self) -> tuple[int, Backend]:
+        return self._ring.next()
 
     async def close(self) -> None:
         return None

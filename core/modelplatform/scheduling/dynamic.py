@@ -23,6 +23,7 @@ from ..errors import Internal, InvalidArgument, ModelPlatformError, QueueFull, U
 from ..inference import InferenceRequest, InferenceResponse
 from ..model_config import DynamicBatching, ModelConfig
 from ..stats import ModelStats
+from .instances import InstanceRing
 
 Signature = tuple[tuple[str, str, tuple[int, ...]], ...]
 
@@ -48,6 +49,7 @@ class DynamicBatcher:
         self._queue: deque[_Pending] = deque()
         self._arrived = asyncio.Event()
         self._stats = stats
+        self._ring = InstanceRing(instances)
         self._workers = [
             asyncio.get_running_loop().create_task(self._work(index, instance))
             for index, instance in enumerate(instances)
@@ -64,6 +66,10 @@ class DynamicBatcher:
         except asyncio.CancelledError:
             pending.cancelled = True  # a worker skips it; nothing runs for a gone client
             raise
+
+    def pick(self) -> tuple[int, Backend]:
+        """Streams and raw calls are not batched: they take the next instance in turn."""
+        return self._ring.next()
 
     async def close(self) -> None:
         for worker in self._workers:

@@ -24,7 +24,7 @@ def server_yaml(context: ServerContext) -> str:
         },
         "models": [
             {"name": e.name, "version": e.version, "state": e.state or "UNKNOWN"}
-            for e in context.models.index()
+            for e in context.dataplane.index()
         ],
     }
     return yaml.safe_dump(data, sort_keys=False)

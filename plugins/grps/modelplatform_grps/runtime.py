@@ -1,8 +1,8 @@
 """State and logic shared by grps-rest and grps-grpc, one per server.
 
-Kept in ``context.state["grps"]``, created by whichever transport starts
-first, so online/offline, the default model and the monitor are the same
-for HTTP and gRPC.
+Kept as the server's shared ``GrpsRuntime`` (``context.shared``), created by
+whichever transport starts first, so online/offline, the default model and
+the monitor are the same for HTTP and gRPC.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from modelplatform import DataPlane, InferenceRequest, InferenceResponse, Server
 from .converter import Limits, Payload, to_request
 from .models import choose_model
 from .monitor import Monitor
-from .options import PLUGIN, GrpsOptions
+from .options import GrpsOptions
 
 log = structlog.get_logger("modelplatform.grps")
 DRAIN_REASON = "grps-offline"
@@ -92,7 +92,5 @@ class GrpsRuntime:
 
 
 def runtime(context: ServerContext) -> GrpsRuntime:
-    found = context.state.get(PLUGIN)
-    if found is None:
-        found = context.state[PLUGIN] = GrpsRuntime(context)
-    return found
+    """The server's one runtime, shared by grps-rest and grps-grpc."""
+    return context.shared(GrpsRuntime, lambda: GrpsRuntime(context))

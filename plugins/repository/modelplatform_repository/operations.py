@@ -1,24 +1,19 @@
 """The repository API, protocol-neutral: both the HTTP and gRPC edges call these.
 
 Load parameters arrive already decoded (``config`` text, file bytes); this
-module turns them into a :class:`LoadOverride`, enforces the operator's
-switches, and calls the model manager.
+module enforces the operator's switches, writes uploaded files to a
+temporary model folder, and asks the dataplane to load, unload or list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import structlog
 
-from modelplatform import (
-    IndexEntry,
-    InvalidArgument,
-    LoadOverride,
-    ServerContext,
-    Unsupported,
-)
+from modelplatform import IndexEntry, InvalidArgument, ServerContext, Unsupported
 
 from .access import PermissionDenied, check_control_mode
 from .uploads import write_model_folder
@@ -35,7 +30,7 @@ class LoadParameters:
 class RepositoryOperations:
     def __init__(self, context: ServerContext) -> None:
         settings = context.settings
-        self.models = context.models
+        self.dataplane = context.dataplane
         self.mode = settings.model_control_mode
         self.allow_upload = settings.allow_file_upload
         self.repository_name = settings.model_repository.resolve().name
@@ -48,29 +43,29 @@ class RepositoryOperations:
             )
 
     def index(self, ready_only: bool) -> list[IndexEntry]:
-        return self.models.index(ready_only)
+        return self.dataplane.index(ready_only)
 
     async def load(self, name: str, params: LoadParameters) -> None:
         check_control_mode(self.mode)
-        override = await self._override(params)
-        await self.models.load(name, override)
+        folder = await self._uploaded_folder(params)
+        temporary = folder is not None
+        await self.dataplane.load(name, params.config, model_dir=folder, temporary=temporary)
         log.info("model_load_requested", model=name, config=params.config is not None,
                  files=len(params.files))
 
     async def unload(self, name: str) -> None:
         check_control_mode(self.mode)
-        await self.models.unload(name)
+        await self.dataplane.unload(name)
 
-    async def _override(self, params: LoadParameters) -> LoadOverride | None:
-        config = LoadOverride.from_json(params.config).config  # checked: malformed is refused now
+    async def _uploaded_folder(self, params: LoadParameters) -> Path | None:
+        """The ``file:`` parameters written to a temporary folder the dataplane then owns."""
         if not params.files:
-            return LoadOverride(config=config) if config is not None else None
+            return None
         if not self.allow_upload:
             raise PermissionDenied(
                 "file uploads through 'file:' load parameters are disabled on this server "
                 "(the operator can enable them with --allow-file-upload)"
             )
-        if config is None:
+        if params.config is None:
             raise InvalidArgument("load parameter 'config' is required when 'file:' parameters are sent")
-        folder = await write_model_folder(params.files)
-        return LoadOverride(config=config, model_dir=folder, temporary=True)
+        return await write_model_folder(params.files)

@@ -2,6 +2,9 @@
 
 TF Serving says "Servable not found" for any model or version that is not
 serving, and resolves a label through the model's ``tfserving.labels``.
+Labels are TF Serving's idea and are declared beside its signatures, so this
+plugin owns the parameter and turns a label into a version number; the
+dataplane then resolves that number like any other dialect's.
 Model status follows ``GetModelStatus``: platform states map to TF's
 (READY -> AVAILABLE, LOADING, UNLOADING, UNAVAILABLE -> END, UNKNOWN).
 """
@@ -11,22 +14,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from modelplatform import (
+    DataPlane,
     InvalidArgument,
-    ModelManager,
-    ModelState,
-    ModelVersion,
+    ModelNotFound,
+    ModelNotReady,
     NotFound,
+    VersionInfo,
 )
 
 from .errors import servable_not_found
 from .signatures import Signature, signatures_of
 
-STATES: dict[ModelState, str] = {
-    ModelState.UNKNOWN: "UNKNOWN",
-    ModelState.LOADING: "LOADING",
-    ModelState.READY: "AVAILABLE",
-    ModelState.UNLOADING: "UNLOADING",
-    ModelState.UNAVAILABLE: "END",
+STATES: dict[str, str] = {
+    "UNKNOWN": "UNKNOWN",
+    "LOADING": "LOADING",
+    "READY": "AVAILABLE",
+    "UNLOADING": "UNLOADING",
+    "UNAVAILABLE": "END",
 }
 #: An UNAVAILABLE version with this reason was unloaded cleanly (status OK).
 UNLOADED = "unloaded"
@@ -49,16 +53,16 @@ class VersionStatus:
     error_message: str
 
 
-def known_versions(models: ModelManager, name: str) -> list[ModelVersion]:
+def known_versions(dataplane: DataPlane, name: str) -> list[VersionInfo]:
     """Versions with a number (a failed load without one is left out)."""
-    return [v for v in models.versions(name) if v.version >= 0]
+    return [v for v in dataplane.version_status(name) if v.version]
 
 
-def resolve_version(models: ModelManager, selector: Selector) -> str:
+def resolve_version(dataplane: DataPlane, selector: Selector) -> str:
     """The version number a selector names ("" for latest); labels resolved."""
     if not selector.label:
         return selector.version
-    versions = known_versions(models, selector.name)
+    versions = known_versions(dataplane, selector.name)
     if not versions:
         raise servable_not_found(selector.name)
     labels = signatures_of(versions[-1].config).labels
@@ -68,18 +72,16 @@ def resolve_version(models: ModelManager, selector: Selector) -> str:
     return version
 
 
-def servable(models: ModelManager, selector: Selector) -> ModelVersion:
+def servable(dataplane: DataPlane, selector: Selector) -> VersionInfo:
     """The READY version to serve, or TF Serving's not-found error."""
-    version = resolve_version(models, selector)
-    ready = [v for v in known_versions(models, selector.name) if v.ready]
-    if version:
-        ready = [v for v in ready if v.version_str == version]
-    if not ready:
-        raise servable_not_found(selector.name, version)
-    return ready[-1]
+    version = resolve_version(dataplane, selector)
+    try:
+        return dataplane.resolve(selector.name, version)
+    except (ModelNotFound, ModelNotReady):
+        raise servable_not_found(selector.name, version) from None
 
 
-def signature(model: ModelVersion, name: str) -> Signature:
+def signature(model: VersionInfo, name: str) -> Signature:
     """The signature a request names ("" is ``serving_default``)."""
     found = signatures_of(model.config).signatures.get(name or "serving_default")
     if found is None:
@@ -87,23 +89,23 @@ def signature(model: ModelVersion, name: str) -> Signature:
     return found
 
 
-def status(models: ModelManager, selector: Selector) -> list[VersionStatus]:
+def status(dataplane: DataPlane, selector: Selector) -> list[VersionStatus]:
     """GetModelStatus: every known version (newest first) or the one asked for."""
-    version = resolve_version(models, selector)
-    versions = known_versions(models, selector.name)
+    version = resolve_version(dataplane, selector)
+    versions = known_versions(dataplane, selector.name)
     if not versions:
         raise NotFound(f"Could not find any versions of model {selector.name}")
     if version:
-        versions = [v for v in versions if v.version_str == version]
+        versions = [v for v in versions if v.version == version]
         if not versions:
             raise NotFound(f"Could not find version {version} of model {selector.name}")
     return [_status(v) for v in reversed(versions)]
 
 
-def _status(version: ModelVersion) -> VersionStatus:
-    failed = version.state is ModelState.UNAVAILABLE and version.reason != UNLOADED
+def _status(version: VersionInfo) -> VersionStatus:
+    failed = version.state == "UNAVAILABLE" and version.reason != UNLOADED
     return VersionStatus(
-        version=version.version_str,
+        version=version.version,
         state=STATES[version.state],
         error_code="UNKNOWN" if failed else "OK",
         error_message=version.reason if failed else "",

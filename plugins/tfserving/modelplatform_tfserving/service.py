@@ -18,10 +18,10 @@ from modelplatform import (
     InvalidArgument,
     ModelNotFound,
     ModelNotReady,
-    ModelVersion,
     RequestedOutput,
     ServerContext,
     Tensor,
+    VersionInfo,
 )
 
 from .errors import servable_not_found
@@ -35,20 +35,19 @@ Classification = list[tuple[str, float]]
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
-    model: ModelVersion
+    model: VersionInfo
     signature: Signature
 
 
 class TfService:
-    """Bound to one server's models and dataplane; built once at start-up."""
+    """Bound to one server's dataplane; built once at start-up."""
 
     def __init__(self, context: ServerContext) -> None:
-        self.models = context.models
         self.dataplane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
 
     def resolve(self, selector: Selector, signature_name: str) -> Resolved:
-        model = servable(self.models, selector)
+        model = servable(self.dataplane, selector)
         return Resolved(model, signature(model, signature_name))
 
     async def predict(
@@ -97,18 +96,18 @@ class TfService:
         return await self._run(target.model, tensors, outputs)
 
     async def _run(
-        self, model: ModelVersion, tensors: list[Tensor], outputs: list[Alias]
+        self, model: VersionInfo, tensors: list[Tensor], outputs: list[Alias]
     ) -> dict[str, np.ndarray]:
         request = InferenceRequest(
             model_name=model.name,
-            model_version=model.version_str,
+            model_version=model.version,
             inputs=tensors,
             outputs=[RequestedOutput(a.spec.name) for a in outputs],
         )
         try:
             response = await self.dataplane.infer(request)
         except (ModelNotFound, ModelNotReady):  # unloaded since it was resolved
-            raise servable_not_found(model.name, model.version_str) from None
+            raise servable_not_found(model.name, model.version) from None
         arrays = {t.name: np.asarray(t.data).reshape(t.shape) for t in response.outputs}
         for alias in outputs:
             if alias.spec.name not in arrays:

@@ -284,6 +284,23 @@ def test_custom_model_route_streams_chunks(grps_server: ServerProcess) -> None:
     assert data == b"1\n2\n3\n"
 
 
+def _raw_counts(server: ServerProcess, model: str) -> tuple[int, int]:
+    status, reply = call_json(server, "GET", f"/v2/models/{model}/stats", content_type=None)
+    assert status == 200
+    stats = reply["model_stats"][0]["inference_stats"]
+    return stats["success"]["count"], stats["fail"]["count"]
+
+
+def test_custom_model_route_calls_count_in_the_model_statistics(grps_server: ServerProcess) -> None:
+    success, fail = _raw_counts(grps_server, "custom_echo")
+    assert call(grps_server, "POST", "/custom/echo", b"x", content_type=None)[0] == 200
+    assert call(grps_server, "POST", "/custom/echo", b"fail", content_type=None)[0] == 500
+    assert _raw_counts(grps_server, "custom_echo") == (success + 1, fail + 1)
+    streamed = _raw_counts(grps_server, "stream_counter")
+    assert call(grps_server, "POST", "/stream_counter/count", b"2", content_type=None)[2] == b"1\n2\n"
+    assert _raw_counts(grps_server, "stream_counter") == (streamed[0] + 1, streamed[1])
+
+
 def test_monitor_series_and_metrics_count_requests(grps_server: ServerProcess) -> None:
     for _ in range(3):
         call_json(grps_server, "POST", f"{PREDICT}?model=identity_bytes", {"str_data": "m"})

@@ -57,7 +57,7 @@ def test_platform_plugins_reports_tensorrt_unavailable():
 async def test_index_carries_the_reason_and_other_models_serve(repository):
     settings = Settings(model_repository=repository, plugins=PLUGINS, host="127.0.0.1", http_port=free_port(), grpc_port=free_port())
     async with InProcessServer(settings) as server:
-        entries = {e.name: e for e in server.context.models.index()}
+        entries = {e.name: e for e in server.running.models.index()}
         assert entries["fake_trt"].state == "UNAVAILABLE"
         assert _expected_reason() in entries["fake_trt"].reason
         assert entries["simple"].state == "READY"

@@ -2,12 +2,12 @@
 
 A model declares ``parameters { key: "grps.http_path" value { string_value:
 "/my/path" } }`` in its config.pbtxt; the route (GET and POST) hands the raw
-body and headers to the backend's ``handle_raw`` (python models: an
-``http(body, headers)`` method) and answers its bytes, streamed when the
-backend returns chunks. Paths are read from the repository at start-up and
-must not collide with grps's own routes or each other (checked here) nor
-with another dialect's (checked by the core's router): a collision stops
-start-up.
+body and headers to the model through ``DataPlane.call_raw`` (python models:
+an ``http(body, headers)`` method) and answers its bytes, streamed when the
+backend returns chunks; the call counts in flight and in the statistics.
+Paths are read from the repository at start-up and must not collide with
+grps's own routes or each other (checked here) nor with another dialect's
+(checked by the core's router): a collision stops start-up.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from pathlib import Path
-
 import structlog
 
 from modelplatform import (
+    DataPlane,
     HttpReply,
     HttpRequest,
     HttpRoute,
@@ -27,7 +26,6 @@ from modelplatform import (
     ModelPlatformError,
     PluginError,
     ServerContext,
-    parse_text,
 )
 
 from ..models import choose_model
@@ -47,8 +45,8 @@ def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[Cus
     """Every model's ``grps.http_path``, checked against grps's own paths and each other."""
     taken = {_key(p): "grps built-in" for p in reserved}
     routes = []
-    for name in sorted({e.name for e in context.models.index()}):
-        path = _declared_path(context.settings.model_repository / name)
+    for name in sorted({e.name for e in context.dataplane.index()}):
+        path = _declared_path(context.dataplane, name)
         if not path:
             continue
         if not path.startswith("/") or "{" in path:
@@ -66,16 +64,12 @@ def _key(path: str) -> str:
     return path.rstrip("/") or "/"
 
 
-def _declared_path(model_dir: Path) -> str:
-    config_file = model_dir / "config.pbtxt"
-    if not config_file.is_file():
-        return ""
+def _declared_path(dataplane: DataPlane, name: str) -> str:
     try:
-        proto = parse_text(config_file.read_text(encoding="utf-8"), str(config_file))
-    except Exception:  # noqa: BLE001 - the model manager reports a bad config
+        config = dataplane.repository_config(name)
+    except ModelPlatformError:  # the model manager reports a bad config
         return ""
-    parameter = proto.parameters.get(PARAMETER)
-    return parameter.string_value.strip() if parameter is not None else ""
+    return config.parameters.get(PARAMETER, "").strip() if config is not None else ""
 
 
 class CustomHandler:
@@ -89,8 +83,9 @@ class CustomHandler:
         seen.model = self.route.model
         with observation:  # ends the observation unless a stream takes it over
             version = self._version(request.query.get("model", ""))
-            backend = self.runtime.dataplane.model_version(self.route.model, version).instances[0]
-            raw = await backend.handle_raw(bytes(request.body), dict(request.headers))
+            raw = await self.runtime.dataplane.call_raw(
+                self.route.model, version, bytes(request.body), dict(request.headers)
+            )
             if isinstance(raw.body, bytes):
                 return HttpReply(raw.status, raw.body, raw.content_type)
             # The first chunk comes before the reply: an early error keeps its status.

@@ -41,7 +41,7 @@ def selector(spec: Any) -> Selector:
 
 def model_spec(target: Resolved, signature_name: str) -> Any:
     spec = apis.ModelSpec(name=target.model.name, signature_name=signature_name)
-    spec.version.value = target.model.version
+    spec.version.value = int(target.model.version)
     return spec
 
 
@@ -124,11 +124,11 @@ class PredictionServicer(services.PredictionServiceServicer):
 
 class ModelServicer(services.ModelServiceServicer):
     def __init__(self, context: ServerContext) -> None:
-        self.models = context.models
+        self.dataplane = context.dataplane
 
     @rpc
     async def GetModelStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        statuses = model_status(self.models, selector(request.model_spec))
+        statuses = model_status(self.dataplane, selector(request.model_spec))
         response = apis.GetModelStatusResponse()
         for item in statuses:
             response.model_version_status.add(

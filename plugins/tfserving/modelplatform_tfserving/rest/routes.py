@@ -51,7 +51,7 @@ def _selector(request: HttpRequest) -> Selector:
 class TfRoutes:
     def __init__(self, context: ServerContext) -> None:
         self.service = TfService(context)
-        self.models = context.models
+        self.dataplane = context.dataplane
 
     async def other(self, request: HttpRequest) -> HttpReply:
         """Anything under /v1 that no route took: a CORS preflight, or malformed."""
@@ -71,20 +71,20 @@ class TfRoutes:
         return _json(documents.pretty(self._metadata(_selector(request))))
 
     async def status(self, request: HttpRequest) -> HttpReply:
-        statuses = model_status(self.models, _selector(request))
+        statuses = model_status(self.dataplane, _selector(request))
         return _json(documents.pretty(documents.status_json(statuses)))
 
     def _metadata(self, selector: Selector) -> dict:
         target = self.service.resolve(selector, "")
         signatures = signatures_of(target.model.config).signatures
-        return documents.metadata_json(selector.name, target.model.version_str, signatures)
+        return documents.metadata_json(selector.name, target.model.version, signatures)
 
     def _all_models(self) -> dict:
         """Extension: every model and its versions (TF Serving answers 400 here)."""
-        names = sorted({entry.name for entry in self.models.index()})
+        names = sorted({entry.name for entry in self.dataplane.index()})
         models = []
         for name in names:
-            statuses = model_status(self.models, Selector(name)) if known_versions(self.models, name) else []
+            statuses = model_status(self.dataplane, Selector(name)) if known_versions(self.dataplane, name) else []
             models.append({"name": name, **documents.status_json(statuses)})
         return {"models": models}
 
