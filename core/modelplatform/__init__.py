@@ -1,13 +1,25 @@
-"""modelplatform's public plugin-author API. Import only from here.
+"""modelplatform's public plugin-author API: import only from here.
 
-Everything not listed in ``__all__`` is private to the core and may change.
+What a plugin needs and nothing else: ``hookimpl``; the declarations the
+``register_*`` hooks return (HTTP dialects and routes with their neutral
+request and reply, gRPC services, codecs); the backend contract and its
+result types; tensors, requests and responses; model configuration; the
+errors; read-only settings and limits; the DataPlane every dialect calls and
+its read-only views; the ServerContext hooks receive. Everything else in the
+package is private to the core and may change.
+
+Importing this module to write a backend loads no transport: the gRPC
+helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .backend import Backend, ExecuteResult, RawResponse
 from .codecs import Codec
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
+from .declarations import BodyPolicy, GrpcService, HttpDialect, HttpReply, HttpRequest, HttpRoute, json_error
 from .dtypes import (
     CONFIG_TO_DATATYPE,
     DATATYPE_TO_CONFIG,
@@ -41,14 +53,27 @@ from .errors import (
     Unavailable,
     Unsupported,
 )
-from .declarations import BodyPolicy, GrpcService, HttpDialect, HttpReply, HttpRequest, HttpRoute, json_error
-from .grpc_server import grpc_guard, grpc_status
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
-from .model_config import ModelConfig, TensorSpec, parse_json, parse_text
-from .models import IndexEntry, LoadOverride, ModelManager, ModelState, ModelVersion
+from .model_config import ModelConfig, TensorSpec
+from .models import IndexEntry
 from .plugins import hookimpl
 from .settings import Limits, Settings
 from .validation import element_count
+
+if TYPE_CHECKING:
+    from .grpc_server import grpc_guard, grpc_status
+
+#: Names whose modules import grpc: loaded on first use (PEP 562).
+_GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _GRPC_NAMES:
+        from . import grpc_server  # noqa: PLC0415 - grpc only for plugins that serve gRPC
+
+        return getattr(grpc_server, name)
+    raise AttributeError(f"module 'modelplatform' has no attribute '{name}'")
+
 
 __all__ = [
     "CONFIG_TO_DATATYPE",
@@ -56,6 +81,7 @@ __all__ = [
     "DATATYPE_TO_CONFIG",
     "AlreadyExists",
     "Backend",
+    "BodyPolicy",
     "Cancelled",
     "Codec",
     "DataPlane",
@@ -63,7 +89,6 @@ __all__ = [
     "ErrorCode",
     "ExecuteResult",
     "GrpcService",
-    "BodyPolicy",
     "HttpDialect",
     "HttpReply",
     "HttpRequest",
@@ -76,16 +101,12 @@ __all__ = [
     "InvalidInput",
     "LimitExceeded",
     "Limits",
-    "LoadOverride",
     "ModelConfig",
     "ModelExecutionError",
-    "ModelManager",
     "ModelMetadata",
     "ModelNotFound",
     "ModelNotReady",
     "ModelPlatformError",
-    "ModelState",
-    "ModelVersion",
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
@@ -114,6 +135,4 @@ __all__ = [
     "hookimpl",
     "json_error",
     "numpy_dtype",
-    "parse_json",
-    "parse_text",
 ]

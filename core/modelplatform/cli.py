@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import model_config, repository, settings as settings_module
+from . import config_reader, repository, settings as settings_module
 from ._version import __version__
 from .errors import ModelPlatformError
 from .logging import configure
@@ -143,7 +143,7 @@ def version() -> None:
 
 def _backend_of(model_dir: Path) -> str:
     try:
-        proto = model_config.load_file(model_dir)
+        proto = config_reader.load_file(model_dir)
     except ModelPlatformError as error:
         return f"invalid config: {error}"
     return proto.backend or proto.platform or "(from files)"

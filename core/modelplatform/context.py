@@ -19,8 +19,7 @@ from .dataplane import DataPlane
 from .settings import Settings
 
 if TYPE_CHECKING:  # the declaration types live with the servers that use them
-    from .grpc_server import GrpcService
-    from .http_server import HttpDialect
+    from .declarations import GrpcService, HttpDialect
 
 T = TypeVar("T")
 

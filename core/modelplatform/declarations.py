@@ -27,7 +27,7 @@ import orjson
 
 if TYPE_CHECKING:
     from .errors import ModelPlatformError
-    from .server import ServerContext
+    from .context import ServerContext
 
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 

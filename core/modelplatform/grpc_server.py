@@ -16,7 +16,7 @@ import structlog
 from .errors import ErrorCode, ModelPlatformError
 
 if TYPE_CHECKING:
-    from .server import ServerContext
+    from .context import ServerContext
 
 log = structlog.get_logger("modelplatform.grpc")
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .backend import Backend
     from .codecs import Codec
     from .declarations import GrpcService, HttpDialect
-    from .server import ServerContext
+    from .context import ServerContext
     from .settings import Settings
 
 PROJECT = "modelplatform"

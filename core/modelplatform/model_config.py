@@ -1,16 +1,14 @@
-"""The config reader: Triton's config.pbtxt (a subset) into plain frozen dataclasses.
+"""A model's configuration as plain frozen dataclasses, and the calls that read one.
 
-Parsed with protobuf text format against ``protos/modelplatform/protos/
-model_config.proto``, which keeps Triton's names and field numbers. Fields
-Triton knows and we do not are skipped with a warning, so an existing Triton
-repository loads.
+What every part of the platform reads: :class:`ModelConfig` and its parts,
+plain values only, including the whole configuration as Triton's JSON
+document. It is resolved once at load time and read, never parsed, on the
+request path; it pickles as plain data (process instances, ``--workers``).
 
-Protobuf stays in this module (the only core module besides the generated
-``protos/`` that imports it): what leaves it is a :class:`ModelConfig` of
-frozen dataclasses and plain values, including the whole configuration as
-Triton's JSON document, produced once at load time. A ModelConfig is resolved
-once and read, never parsed, on the request path; it pickles as plain data
-(process instances, ``--workers``).
+Reading config.pbtxt takes protobuf, which stays inside
+:mod:`modelplatform.config_reader`; the functions here load that reader the
+first time a configuration is read, so the neutral modules that import this
+one (models, dataplane, scheduling, the backend contract) load no protobuf.
 """
 
 from __future__ import annotations
@@ -21,14 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-from google.protobuf import json_format, text_format
-
-from .dtypes import CONFIG_TO_DATATYPE, DATATYPE_TO_CONFIG
-from .errors import InvalidArgument
-from .protos import model_config_pb2 as pb
-
-log = structlog.get_logger("modelplatform.model_config")
+from .dtypes import DATATYPE_TO_CONFIG
 
 CONFIG_FILE = "config.pbtxt"
 DEFAULT_QUEUE_SIZE = 1024
@@ -129,183 +120,10 @@ class ModelConfig:
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str | bytes) -> ModelConfig:
         """Validate and freeze Triton's JSON form (a backend completing its config uses it)."""
-        return from_proto(parse_json(data))
+        return _reader().from_json(data)
 
     def with_backend(self, backend: str) -> ModelConfig:
         return self.from_json({**(self.document or {"name": self.name}), "backend": backend})
-
-
-#: The (u)int64 fields protobuf's JSON printer writes as strings.
-_INT64_FIELDS = frozenset(
-    {
-        "dims",
-        "shape",
-        "versions",
-        "max_queue_delay_microseconds",
-        "priority_levels",
-        "default_priority_level",
-        "default_timeout_microseconds",
-    }
-)
-
-
-def _ints_as_numbers(value: Any, key: str = "") -> Any:
-    """protobuf prints int64/uint64 as strings; Triton's config JSON has numbers."""
-    if isinstance(value, dict):
-        return {k: _ints_as_numbers(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ints_as_numbers(v, key) for v in value]
-    if key in _INT64_FIELDS and isinstance(value, str):
-        return int(value)
-    return value
-
-
-def parse_text(text: str, source: str = CONFIG_FILE) -> pb.ModelConfig:
-    """Parse config.pbtxt text; unknown Triton fields are warned about and skipped."""
-    proto = pb.ModelConfig()
-    try:
-        text_format.Parse(text, proto)
-        return proto
-    except text_format.ParseError as strict_error:
-        proto = pb.ModelConfig()
-        try:
-            text_format.Parse(text, proto, allow_unknown_field=True)
-        except text_format.ParseError as error:
-            raise InvalidArgument(f"{source}: {error}") from None
-        log.warning("config_fields_skipped", source=source, detail=str(strict_error))
-        return proto
-
-
-def parse_json(data: Mapping[str, Any] | str | bytes) -> pb.ModelConfig:
-    """Parse Triton's JSON model configuration (as the repository load API sends)."""
-    proto = pb.ModelConfig()
-    try:
-        if isinstance(data, (str, bytes)):
-            json_format.Parse(data, proto, ignore_unknown_fields=True)
-        else:
-            json_format.ParseDict(data, proto, ignore_unknown_fields=True)
-    except json_format.ParseError as error:
-        raise InvalidArgument(f"invalid model configuration JSON: {error}") from None
-    return proto
-
-
-def load_file(model_dir: Path) -> pb.ModelConfig:
-    """The model's config.pbtxt, or an empty config named after the folder."""
-    path = model_dir / CONFIG_FILE
-    if not path.is_file():
-        return pb.ModelConfig(name=model_dir.name)
-    proto = parse_text(path.read_text(encoding="utf-8"), str(path))
-    if proto.name and proto.name != model_dir.name:
-        raise InvalidArgument(
-            f"{path}: name '{proto.name}' does not match its folder '{model_dir.name}'"
-        )
-    proto.name = model_dir.name
-    return proto
-
-
-def read_config(
-    model_dir: Path, override: Mapping[str, Any] | None = None, name: str = ""
-) -> ModelConfig:
-    """A model folder's configuration, validated and frozen.
-
-    ``override`` (Triton's JSON, as a load request sends) replaces the folder's
-    config.pbtxt but keeps the backend or platform the folder implies; ``name``
-    replaces the folder's name (an uploaded folder has a temporary one).
-    """
-    proto = load_file(model_dir)
-    if override is not None:
-        proto = _overridden(parse_json(override), proto)
-    proto.name = name or proto.name
-    return from_proto(proto)
-
-
-def config_json(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
-    """Check Triton's JSON model configuration now; the plain dict a load override carries."""
-    return _as_dict(parse_json(data), defaults=False)
-
-
-def _overridden(override: pb.ModelConfig, on_disk: pb.ModelConfig) -> pb.ModelConfig:
-    """An override without backend/platform keeps what the model's folder implies."""
-    if not override.backend and not override.platform:
-        override.backend, override.platform = on_disk.backend, on_disk.platform
-    return override
-
-
-def _as_dict(proto: pb.ModelConfig, defaults: bool) -> dict[str, Any]:
-    """Triton's JSON form: proto field names, int64 as numbers, defaults printed if asked."""
-    data = json_format.MessageToDict(
-        proto, preserving_proto_field_name=True, always_print_fields_with_no_presence=defaults
-    )
-    return _ints_as_numbers(data)
-
-
-def from_proto(proto: pb.ModelConfig) -> ModelConfig:
-    """Validate a parsed configuration and freeze it."""
-    if proto.max_batch_size < 0:
-        raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
-    groups = tuple(_instance_group(group) for group in proto.instance_group)
-    return ModelConfig(
-        name=proto.name,
-        platform=proto.platform,
-        backend=proto.backend,
-        max_batch_size=proto.max_batch_size,
-        inputs=tuple(_spec(proto.name, t, "input") for t in proto.input),
-        outputs=tuple(_spec(proto.name, t, "output") for t in proto.output),
-        version_policy=_version_policy(proto.version_policy),
-        instance_count=max(1, sum(group.count for group in groups)),
-        dynamic_batching=_dynamic_batching(proto),
-        parameters={k: v.string_value for k, v in proto.parameters.items()},
-        decoupled=proto.model_transaction_policy.decoupled,
-        default_model_filename=proto.default_model_filename,
-        instance_group=groups,
-        document=_as_dict(proto, defaults=True),
-    )
-
-
-def _spec(model: str, tensor: Any, kind: str) -> TensorSpec:
-    type_name = pb.DataType.Name(tensor.data_type)
-    if type_name not in CONFIG_TO_DATATYPE:
-        raise InvalidArgument(f"model '{model}': {kind} '{tensor.name}' has no data_type")
-    if any(d < -1 for d in tensor.dims):
-        raise InvalidArgument(f"model '{model}': {kind} '{tensor.name}' has invalid dims")
-    reshape = tuple(tensor.reshape.shape) if tensor.HasField("reshape") else None
-    return TensorSpec(
-        name=tensor.name,
-        datatype=CONFIG_TO_DATATYPE[type_name],
-        dims=tuple(tensor.dims),
-        optional=getattr(tensor, "optional", False),
-        reshape=reshape,
-    )
-
-
-def _version_policy(policy: pb.ModelVersionPolicy) -> VersionPolicy:
-    choice = policy.WhichOneof("policy_choice")
-    if choice == "all":
-        return VersionPolicy(kind="all")
-    if choice == "specific":
-        return VersionPolicy(kind="specific", versions=tuple(policy.specific.versions))
-    if choice == "latest":
-        return VersionPolicy(kind="latest", num_versions=policy.latest.num_versions)
-    return VersionPolicy()
-
-
-def _instance_group(group: pb.ModelInstanceGroup) -> InstanceGroup:
-    kind = pb.ModelInstanceGroup.Kind.Name(group.kind)
-    return InstanceGroup(kind=kind, count=max(1, group.count), gpus=tuple(group.gpus))
-
-
-def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:
-    if not proto.HasField("dynamic_batching"):
-        return None
-    batching = proto.dynamic_batching
-    queue = batching.default_queue_policy
-    return DynamicBatching(
-        preferred_batch_sizes=tuple(batching.preferred_batch_size),
-        max_queue_delay_us=batching.max_queue_delay_microseconds,
-        max_queue_size=queue.max_queue_size or DEFAULT_QUEUE_SIZE,
-        default_timeout_us=queue.default_timeout_microseconds,
-        allow_timeout_override=True,
-    )
 
 
 def spec_to_proto(spec: TensorSpec) -> dict[str, Any]:
@@ -315,3 +133,21 @@ def spec_to_proto(spec: TensorSpec) -> dict[str, Any]:
         "data_type": DATATYPE_TO_CONFIG[spec.datatype],
         "dims": list(spec.dims),
     }
+
+
+def read_config(model_dir: Path, override: Mapping[str, Any] | None = None, name: str = "") -> ModelConfig:
+    """A model folder's configuration, validated and frozen (see config_reader.read_config)."""
+    return _reader().read_config(model_dir, override, name)
+
+
+def config_json(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+    """Check Triton's JSON model configuration now; the plain dict a load override carries."""
+    return _reader().config_json(data)
+
+
+def _reader() -> Any:
+    # Imported when a configuration is first read, not when this module is: protobuf
+    # stays out of every process that only serves (e.g. a process instance's child).
+    from . import config_reader  # noqa: PLC0415
+
+    return config_reader

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from modelplatform import DataPlane, LoadOverride
+from modelplatform import DataPlane
 from modelplatform.backend import BackendRegistry
-from modelplatform.models import ModelManager
+from modelplatform.models import LoadOverride, ModelManager
 from modelplatform.stats import ModelStats
 from modelplatform.testing import FunctionBackend, function_model
 

@@ -13,11 +13,11 @@ from modelplatform import (
     ModelExecutionError,
     ModelNotFound,
     ModelNotReady,
-    ModelState,
     Settings,
     Tensor,
 )
 from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
+from modelplatform.models import ModelState
 
 CONFIG = """
 name: "{name}"

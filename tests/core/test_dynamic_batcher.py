@@ -17,9 +17,8 @@ from modelplatform import (
     QueueFull,
     Tensor,
     Unavailable,
-    parse_json,
 )
-from modelplatform.model_config import from_proto
+from modelplatform.config_reader import from_proto, parse_json
 from modelplatform.scheduling.dynamic import DynamicBatcher
 from modelplatform.stats import ModelStats
 

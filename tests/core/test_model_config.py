@@ -3,8 +3,8 @@ import logging
 import pytest
 import structlog
 
-from modelplatform import InvalidArgument, parse_json
-from modelplatform.model_config import from_proto, load_file, parse_text
+from modelplatform import InvalidArgument
+from modelplatform.config_reader import from_proto, load_file, parse_json, parse_text
 
 TRITON_CONFIG = """
 name: "m"

@@ -22,15 +22,14 @@ from modelplatform import (
     ExecuteResult,
     InferenceRequest,
     InferenceResponse,
-    LoadOverride,
     ModelPlatformError,
-    ModelState,
     Settings,
     Tensor,
     hookimpl,
 )
 from modelplatform.polling import RepositoryPoller
 from modelplatform.testing import InProcessServer, free_port
+from modelplatform.models import LoadOverride, ModelState
 
 LOADS: Counter[str] = Counter()
 UNLOADS: Counter[str] = Counter()

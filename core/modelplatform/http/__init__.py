@@ -16,7 +16,7 @@ from .sanic_app import create_app
 if TYPE_CHECKING:
     from sanic import Sanic
 
-    from ..server import ServerContext
+    from ..context import ServerContext
 
 log = structlog.get_logger("modelplatform.http")
 

@@ -23,7 +23,7 @@ from .routing import Match, Router
 from .sanic_seam import has_request_body, limit_request_body
 
 if TYPE_CHECKING:
-    from ..server import ServerContext
+    from ..context import ServerContext
 
 _app_numbers = itertools.count()
 _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]

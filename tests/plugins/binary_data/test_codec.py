@@ -15,9 +15,8 @@ from modelplatform import (
     Limits,
     RequestedOutput,
     Tensor,
-    parse_text,
 )
-from modelplatform.model_config import from_proto
+from modelplatform.config_reader import from_proto, parse_text
 from modelplatform_binary_data.codec import BinaryCodec
 
 LIMITS = Limits(max_tensor_elements=1 << 20, max_bytes_element=1 << 20)
