@@ -85,7 +85,10 @@ def serve(
     ] = None,
     http_fast_lane: Annotated[
         Optional[bool],
-        typer.Option("--http-fast-lane/--no-http-fast-lane", help="C-parsed fast path for OIP infer."),
+        typer.Option(
+            "--http-fast-lane/--no-http-fast-lane",
+            help="C-parsed fast path for hot routes (OIP infer, TF Serving predict, grps predict).",
+        ),
     ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""

@@ -18,7 +18,7 @@ from .codecs import CodecRegistry
 from .dataplane import DataPlane
 from .settings import Settings
 
-if TYPE_CHECKING:  # the declaration types live with the servers that use them
+if TYPE_CHECKING:
     from .declarations import GrpcService, HttpDialect
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ class _SharedObjects:
 
 @dataclass(frozen=True, eq=False)
 class ServerContext:
-    """Everything a plugin may use at start-up; handed to blueprint factories and hooks."""
+    """Everything a plugin may use at start-up; handed to route factories, service adders and hooks."""
 
     settings: Settings
     codecs: CodecRegistry

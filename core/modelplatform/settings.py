@@ -56,7 +56,7 @@ class Settings:
     server_name: str = "modelplatform"
     #: Server processes sharing the ports (SO_REUSEPORT); see cluster.py.
     workers: int = 1
-    #: Answer dialects' hot HTTP routes (OIP infer) in the C-parsed fast lane (fastlane.py).
+    #: Answer dialects' hot HTTP routes (HttpRoute.hot) in the C-parsed fast lane (http/fastlane.py).
     http_fast_lane: bool = True
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
