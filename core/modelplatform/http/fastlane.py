@@ -121,14 +121,20 @@ def _header_line(name: str, value: str) -> bytes:
     return (line if line.isprintable() else line.translate(_STRIPPED)).encode(errors="surrogateescape") + b"\r\n"
 
 
+#: (status, content type) -> the reply head up to its own headers: built once, not per reply.
+_HEAD_STARTS: dict[tuple[int, str], bytes] = {}
+
+
 def head_bytes(reply: HttpReply, framing: bytes) -> bytes:
     """Status line and headers of a keep-alive reply; ``framing`` is its length header."""
-    lines = [
-        _STATUS_LINES.get(reply.status) or _status_line(reply.status),
-        framing,
-        b"connection: keep-alive\r\n",
-        _header_line("content-type", reply.content_type),
-    ]
+    key = (reply.status, reply.content_type)
+    start = _HEAD_STARTS.get(key)
+    if start is None:
+        status_line = _STATUS_LINES.get(reply.status) or _status_line(reply.status)
+        start = status_line + b"connection: keep-alive\r\n" + _header_line("content-type", reply.content_type)
+        if len(_HEAD_STARTS) < 256:  # content types come from handlers, but bound it anyway
+            _HEAD_STARTS[key] = start
+    lines = [start, framing]
     lines += [_header_line(name, value) for name, value in reply.headers.items()]
     lines.append(b"\r\n")
     return b"".join(lines)

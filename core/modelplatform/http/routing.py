@@ -10,8 +10,9 @@ in declaration order. A miss with a trailing slash is retried without it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from urllib.parse import unquote
 
 from ..declarations import HttpDialect, HttpRoute
@@ -19,6 +20,9 @@ from ..errors import PluginError
 
 _PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::((?:[^{}]|\{[^{}]*\})+))?\}")
 _KINDS = {None: "[^/]+", "int": "[0-9]+", "path": ".+"}
+_NO_PARAMS: Mapping[str, str] = MappingProxyType({})
+#: How many matched hot paths the router remembers before it starts over.
+_SEEN_LIMIT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +31,8 @@ class Match:
 
     route: HttpRoute
     dialect: HttpDialect
-    params: dict[str, str]
+    #: Read-only: a remembered match is shared by every request on its path.
+    params: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,7 @@ class Router:
         self._by_segments: dict[tuple[str, int], list[_Compiled]] = {}
         self._rest: dict[str, list[_Compiled]] = {}
         self._all: list[_Compiled] = []
+        self._seen: dict[tuple[str, str], Match] = {}
         for dialect in dialects:
             for route in routes.get(dialect.name, ()):
                 self._add(route, dialect)
@@ -83,10 +89,23 @@ class Router:
         return [compiled.route for compiled in self._all]
 
     def match(self, method: str, path: str) -> Match | None:
+        found = self._seen.get((method, path))
+        if found is not None:
+            return found
         found = self._match(method, path)
         if found is None and len(path) > 1 and path.endswith("/"):
             found = self._match(method, path[:-1])
+        if found is not None:
+            self._remember(method, path, found)
         return found
+
+    def _remember(self, method: str, path: str, found: Match) -> None:
+        """Matches of hot routes are kept: a model's infer path repeats, its regex need not run."""
+        if not found.route.hot:
+            return
+        if len(self._seen) >= _SEEN_LIMIT:  # paths are the client's: bound what they cost
+            self._seen.clear()
+        self._seen[(method, path)] = found
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods some route accepts for ``path`` (empty: no such path)."""
@@ -98,12 +117,12 @@ class Router:
     def _match(self, method: str, path: str) -> Match | None:
         static = self._static.get((method, path)) or self._static_folded.get((method, path.lower()))
         if static is not None:
-            return Match(static[0], static[1], {})
+            return Match(static[0], static[1], _NO_PARAMS)
         candidates = self._by_segments.get((method, path.count("/")), ())
         for compiled in (*candidates, *self._rest.get(method, ())):
             params = compiled.bind(path)
             if params is not None:
-                return Match(compiled.route, compiled.dialect, params)
+                return Match(compiled.route, compiled.dialect, MappingProxyType(params))
         return None
 
     def _add(self, route: HttpRoute, dialect: HttpDialect) -> None:
