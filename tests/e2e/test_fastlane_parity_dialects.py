@@ -9,9 +9,10 @@ lane leaves it to Sanic); status, the headers clients read and the body
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
+
+from ..http_wire import exchange
 
 SIMPLE_ROW = {"instances": [{"INPUT0": list(range(16)), "INPUT1": [1] * 16}]}
 SIMPLE_COLUMNS = {"inputs": {"INPUT0": [list(range(16))], "INPUT1": [[1] * 16]}}
@@ -41,42 +42,9 @@ CASES = {
 COMPARED = ("content-type", "content-length", "transfer-encoding")
 
 
-def _read_body(sock: socket.socket, rest: bytes, headers: dict[str, str]) -> bytes:
-    if headers.get("transfer-encoding") == "chunked":
-        return _dechunk(sock, rest)
-    while len(rest) < int(headers["content-length"]):
-        rest += sock.recv(65536)
-    return rest
-
-
-def _dechunk(sock: socket.socket, data: bytes) -> bytes:
-    body = b""
-    while True:
-        while b"\r\n" not in data:
-            data += sock.recv(65536)
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line, 16)
-        while len(data) < size + 2:
-            data += sock.recv(65536)
-        if size == 0:
-            return body
-        body, data = body + data[:size], data[size + 2 :]
-
-
 def _exchange(port: int, path: str, body: bytes, headers: tuple[str, ...], close: bool) -> tuple:
-    lines = [f"POST {path} HTTP/1.1", "Host: t", f"Content-Length: {len(body)}", *headers]
-    if close:
-        lines.append("Connection: close")
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        answer = {k.lower(): v.strip() for k, v in (h.split(":", 1) for h in header_lines)}
-        content = _read_body(sock, rest, answer)
-    return int(status_line.split()[1]), {k: answer.get(k) for k in COMPARED}, answer["connection"], content
+    status, answer, connection, content = exchange(port, path, body, headers, close)
+    return status, {k: answer.get(k) for k in COMPARED}, connection, content
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))

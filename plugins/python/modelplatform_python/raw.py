@@ -20,6 +20,8 @@ from modelplatform import (
     Unsupported,
 )
 
+from .usercode import produced_items
+
 OCTET_STREAM = "application/octet-stream"
 
 
@@ -61,22 +63,12 @@ def _to_raw(name: str, result: Any) -> RawResponse:
 
 async def _chunks(name: str, produced: Any) -> AsyncIterator[bytes]:
     try:
-        async for item in _items(produced):
+        async for item in produced_items(produced):
             yield _chunk(name, item)
     except ModelPlatformError:
         raise
     except Exception as error:  # noqa: BLE001 - user code fails its own request only
         raise ModelExecutionError(name, error) from error
-
-
-async def _items(produced: Any) -> AsyncIterator[Any]:
-    if inspect.isasyncgen(produced):
-        async for item in produced:
-            yield item
-        return
-    sentinel = object()
-    while (item := await asyncio.to_thread(next, produced, sentinel)) is not sentinel:
-        yield item
 
 
 def _chunk(name: str, item: Any) -> bytes:

@@ -9,7 +9,6 @@ last yield. ``http()`` answers the model's raw route (raw.py).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Mapping
@@ -25,7 +24,7 @@ from .calls import InstanceCaller
 from .infer_runner import Infer, InferRunner
 from .loader import forget_module, model_class
 from .raw import call_http
-from .usercode import call_optional
+from .usercode import call_optional, produced_items
 
 
 class ThreadRunner(InferRunner):
@@ -86,12 +85,5 @@ class ThreadRunner(InferRunner):
             raise ValueError("generator model yielded nothing")
         return last
 
-    async def _iterate(self, inputs: dict[str, np.ndarray]) -> AsyncIterator[Any]:
-        produced = self._model.infer(inputs)
-        if inspect.isasyncgen(produced):
-            async for item in produced:
-                yield item
-            return
-        sentinel = object()
-        while (item := await asyncio.to_thread(next, produced, sentinel)) is not sentinel:
-            yield item
+    def _iterate(self, inputs: dict[str, np.ndarray]) -> AsyncIterator[Any]:
+        return produced_items(self._model.infer(inputs))

@@ -1,4 +1,4 @@
-"""Calling a user model's optional methods (``load``, ``unload``) the same way everywhere.
+"""Calling a user model's code the same way everywhere: optional methods and generators.
 
 The thread runner and the process child both follow these rules: a missing
 method is skipped, and a method receives only as many of the arguments as
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import AsyncIterator
 from typing import Any
 
 
@@ -29,3 +30,14 @@ def call_flexibly(method: Any, *args: Any) -> Any:
     except (TypeError, ValueError):
         count = len(args)
     return method(*args[:count])
+
+
+async def produced_items(produced: Any) -> AsyncIterator[Any]:
+    """What a generator ``infer``/``http`` yields: async ones on the loop, plain ones off it."""
+    if inspect.isasyncgen(produced):
+        async for item in produced:
+            yield item
+        return
+    sentinel = object()
+    while (item := await asyncio.to_thread(next, produced, sentinel)) is not sentinel:
+        yield item

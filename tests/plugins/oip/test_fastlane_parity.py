@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 import zlib
 
 import numpy as np
 import pytest
+
+from ...http_wire import exchange
 
 ZEROS = [0] * 16
 ONES = list(range(16))
@@ -64,20 +65,8 @@ COMPARED = ("content-type", "content-encoding", "inference-header-content-length
 
 
 def _exchange(port: int, path: str, body: bytes, headers: tuple[str, ...], close: bool) -> tuple:
-    lines = [f"POST {path} HTTP/1.1", "Host: t", f"Content-Length: {len(body)}", *headers]
-    if close:
-        lines.append("Connection: close")
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        answer = {k.lower(): v.strip() for k, v in (h.split(":", 1) for h in header_lines)}
-        while len(rest) < int(answer["content-length"]):
-            rest += sock.recv(65536)
-    return int(status_line.split()[1]), {k: answer.get(k) for k in COMPARED}, answer["connection"], rest
+    status, answer, connection, content = exchange(port, path, body, headers, close)
+    return status, {k: answer.get(k) for k in COMPARED}, connection, content
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
