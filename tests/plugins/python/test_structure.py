@@ -10,75 +10,17 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import modelplatform_python
 
+from ...import_graph import _absolute, cycles, import_graph, imports, modules
+
 PACKAGE = Path(modelplatform_python.__file__).parent
 #: The top-level module Triton python models import; it ships with the plugin.
 PB_UTILS = PACKAGE.parent / "triton_python_backend_utils.py"
-
-
-def modules(package: Path) -> dict[str, Path]:
-    """Every module of the package by dotted name (the package itself included)."""
-    found = {}
-    for path in sorted(package.rglob("*.py")):
-        parts = path.relative_to(package.parent).with_suffix("").parts
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return found
-
-
-def imports(path: Path, name: str) -> Iterator[tuple[str, list[str]]]:
-    """(imported module, names taken from it) for every import anywhere in the file."""
-    is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, []
-        elif isinstance(node, ast.ImportFrom):
-            yield _absolute(node, name, is_package), [a.name for a in node.names]
-
-
-def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    parts = name.split(".")
-    base = parts[: len(parts) - node.level + (1 if is_package else 0)]
-    return ".".join(base + ([node.module] if node.module else []))
-
-
-def import_graph(package: Path) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports (``from . import x`` counts x)."""
-    known = modules(package)
-    graph: dict[str, set[str]] = {name: set() for name in known}
-    for name, path in known.items():
-        for target, names in imports(path, name):
-            submodules = {f"{target}.{n}" for n in names} & known.keys()
-            graph[name] |= submodules or ({target} & known.keys())
-        graph[name].discard(name)
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Each import cycle once, as the path that closes it (depth-first search)."""
-    found: list[list[str]] = []
-    finished: set[str] = set()
-
-    def visit(node: str, path: list[str]) -> None:
-        for target in sorted(graph[node]):
-            if target in path:
-                found.append(path[path.index(target) :] + [target])
-            elif target not in finished:
-                visit(target, [*path, target])
-        finished.add(node)
-
-    for start in sorted(graph):
-        if start not in finished:
-            visit(start, [start])
-    return found
 
 
 def test_no_import_cycle_among_the_backend_modules():

@@ -1,0 +1,35 @@
+"""No import circle in the core: what runs when a core module is imported never comes back to it.
+
+Counted: the imports that run on import (not ``if TYPE_CHECKING:`` blocks, not
+imports inside functions). The one deferred import in the core is
+model_config's reader (protobuf loads when a configuration is first read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import modelplatform
+
+from ..import_graph import cycles, import_graph
+
+CORE = Path(modelplatform.__file__).parent
+
+
+def test_no_import_circle_in_the_core():
+    graph = import_graph(CORE, module_level=True)
+    graph.pop("modelplatform")  # the package facade imports everything and nothing imports it back
+    for targets in graph.values():
+        targets.discard("modelplatform")
+    assert cycles(graph) == []
+
+
+def test_hookspecs_import_no_server_module_not_even_for_types():
+    graph = import_graph(CORE)  # every import: type-checking blocks and deferred ones too
+    reached, pending = set(), ["modelplatform.hookspecs"]
+    while pending:
+        for target in graph[pending.pop()] - reached:
+            reached.add(target)
+            pending.append(target)
+    servers = {"modelplatform.server", "modelplatform.grpc_server", "modelplatform.http"}
+    assert not reached & servers and not any(m.startswith("modelplatform.http.") for m in reached)
