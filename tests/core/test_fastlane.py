@@ -11,9 +11,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from sanic import HTTPResponse
 
 from modelplatform import HttpDialect, HttpReply, HttpRequest, HttpRoute, Settings, hookimpl
-from modelplatform.http.fastlane import FAST_BODY_LIMIT, HEAD_LIMIT
+from modelplatform.http.fastlane import FAST_BODY_LIMIT, HEAD_LIMIT, head_bytes
 from modelplatform.http.routing import Router
 from modelplatform.testing import InProcessServer, free_port
 
@@ -225,3 +226,13 @@ async def test_a_body_less_close_request_is_sanics(port):
     assert (status, body, headers["connection"]) == (200, b"sanic:", "close")
     [(status, _, body)] = await exchange(port, post("/lane/a/echo", b"", version="1.0"))
     assert (status, body) == (200, b"sanic:")
+
+
+def test_reply_head_strips_what_sanic_strips():
+    headers = {"Inference-Header-Content-Length": "17", "X-Odd": "a\r\nb\x00c", "X-Utf": "é"}
+    ours = head_bytes(HttpReply(200, b"{}", "application/json", headers), b"")
+    lines = dict(line.split(b": ", 1) for line in ours.split(b"\r\n")[1:] if b": " in line)
+    sanic = dict(HTTPResponse(b"{}", headers=dict(headers), content_type="application/json").processed_headers)
+    for name, value in sanic.items():
+        assert lines[name] == value, name
+    assert lines[b"X-Odd"] == b"abc" and lines[b"content-type"] == b"application/json"
