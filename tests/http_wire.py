@@ -5,8 +5,10 @@ from __future__ import annotations
 import socket
 
 
-def exchange(port: int, path: str, body: bytes, headers: tuple[str, ...], close: bool) -> tuple:
-    """POST once; (status, lower-case headers, the Connection header, the body de-chunked)."""
+def exchange(
+    port: int, path: str, body: bytes, headers: tuple[str, ...], close: bool, compared: tuple[str, ...]
+) -> tuple:
+    """POST once; (status, the ``compared`` headers, the Connection header, the body de-chunked)."""
     lines = [f"POST {path} HTTP/1.1", "Host: t", f"Content-Length: {len(body)}", *headers]
     if close:
         lines.append("Connection: close")
@@ -19,7 +21,7 @@ def exchange(port: int, path: str, body: bytes, headers: tuple[str, ...], close:
         status_line, *header_lines = head.decode("latin-1").split("\r\n")
         answer = {k.lower(): v.strip() for k, v in (h.split(":", 1) for h in header_lines)}
         content = _read_body(sock, rest, answer)
-    return int(status_line.split()[1]), answer, answer["connection"], content
+    return int(status_line.split()[1]), {k: answer.get(k) for k in compared}, answer["connection"], content
 
 
 def _read_body(sock: socket.socket, rest: bytes, headers: dict[str, str]) -> bytes:

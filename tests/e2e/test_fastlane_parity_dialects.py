@@ -42,17 +42,12 @@ CASES = {
 COMPARED = ("content-type", "content-length", "transfer-encoding")
 
 
-def _exchange(port: int, path: str, body: bytes, headers: tuple[str, ...], close: bool) -> tuple:
-    status, answer, connection, content = exchange(port, path, body, headers, close)
-    return status, {k: answer.get(k) for k in COMPARED}, connection, content
-
-
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_dialect_hot_routes_answer_alike_on_both_paths(server, case):
     path, document, headers = CASES[case]
     body = document if isinstance(document, bytes) else json.dumps(document).encode()
-    fast = _exchange(server.http_port, path, body, headers, close=False)
-    sanic = _exchange(server.http_port, path, body, headers, close=True)
+    fast = exchange(server.http_port, path, body, headers, False, COMPARED)
+    sanic = exchange(server.http_port, path, body, headers, True, COMPARED)
     assert (fast[2], sanic[2]) == ("keep-alive", "close")  # each path really was taken
     assert fast[0] == sanic[0] and fast[3] == sanic[3]
     assert fast[1]["content-type"] == sanic[1]["content-type"]

@@ -64,16 +64,11 @@ CASES = {
 COMPARED = ("content-type", "content-encoding", "inference-header-content-length")
 
 
-def _exchange(port: int, path: str, body: bytes, headers: tuple[str, ...], close: bool) -> tuple:
-    status, answer, connection, content = exchange(port, path, body, headers, close)
-    return status, {k: answer.get(k) for k in COMPARED}, connection, content
-
-
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_fast_lane_and_sanic_answer_alike(server, case):
     path, body, headers = CASES[case]
-    fast = _exchange(server.http_port, path, body, headers, close=False)
-    sanic = _exchange(server.http_port, path, body, headers, close=True)
+    fast = exchange(server.http_port, path, body, headers, False, COMPARED)
+    sanic = exchange(server.http_port, path, body, headers, True, COMPARED)
     assert (fast[2], sanic[2]) == ("keep-alive", "close")  # each path really was taken
     assert fast[0] == sanic[0] and fast[1] == sanic[1]
     assert fast[3] == sanic[3]
