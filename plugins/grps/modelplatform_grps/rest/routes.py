@@ -10,7 +10,15 @@ from importlib import resources
 
 import orjson
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, InferenceRequest, InvalidArgument, ServerContext
+from modelplatform import (
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    ServerContext,
+)
 
 from ..converter import Payload, single_bytes_of, to_message, to_ndarray
 from ..metadata import model_yaml, server_yaml
@@ -79,19 +87,13 @@ class GrpsRoutes:
     # ---- inference ----
 
     async def predict(self, request: HttpRequest) -> HttpReply:
-        content_type = request.headers.get("content-type")
-        if content_type is None:
-            raise InvalidArgument("No content type in headers.")
-        if content_type not in (JSON, OCTET):
-            raise InvalidArgument(
-                f"Unsupported content type '{content_type}': use exactly {JSON} or {OCTET}"
-            )
-        data = load_object(request.body) if content_type == JSON else None
+        data = _predict_document(request)
         query = request.query
         streaming = wants_streaming(self.rt.options, request, data)
         as_ndarray = str(query.get("return-ndarray", "")).lower() == "true"
         if streaming and as_ndarray:
             raise InvalidArgument("Streaming and return-ndarray are not supported at the same time.")
+
         def decode(seen: Observation) -> tuple[str, InferenceRequest]:
             payload, payload_model = parse_predict(data) if data is not None else (Payload("bin_data", request.body), "")
             return payload.kind, self.rt.decode(payload, payload_model, query.get("model", ""), seen)
@@ -100,15 +102,7 @@ class GrpsRoutes:
             return await stream_reply(self.rt, decode)
         with self.rt.observed() as seen:
             kind, inference = decode(seen)
-            response = await self.rt.infer(inference)
-            if as_ndarray:
-                body = {"status": {"code": 200, "msg": "OK", "status": "SUCCESS"}, "ndarray": to_ndarray(response)}
-                return _json(orjson.dumps(body))
-            raw = single_bytes_of(response) if kind == "bin_data" else None
-            if raw is not None:
-                return HttpReply(200, raw, OCTET)
-            fast = gtensors_reply(response) if kind == "gtensors" else None
-            return _json(fast) if fast is not None else _reply(success(to_message(response, kind)))
+            return _answer(await self.rt.infer(inference), kind, as_ndarray)
 
     # ---- monitor ----
 
@@ -124,6 +118,28 @@ class GrpsRoutes:
 
     async def metrics(self, request: HttpRequest) -> HttpReply:
         return _json(orjson.dumps({"models": self.rt.monitor.metrics(), "online": self.rt.online}))
+
+
+def _predict_document(request: HttpRequest) -> dict | None:
+    """The JSON body of a predict request, or None for raw bytes (grps's two content types)."""
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        raise InvalidArgument("No content type in headers.")
+    if content_type not in (JSON, OCTET):
+        raise InvalidArgument(f"Unsupported content type '{content_type}': use exactly {JSON} or {OCTET}")
+    return load_object(request.body) if content_type == JSON else None
+
+
+def _answer(response: InferenceResponse, kind: str, as_ndarray: bool) -> HttpReply:
+    """The reply in the request's own form: ndarray, raw bytes, or a GrpsMessage."""
+    if as_ndarray:
+        body = {"status": {"code": 200, "msg": "OK", "status": "SUCCESS"}, "ndarray": to_ndarray(response)}
+        return _json(orjson.dumps(body))
+    raw = single_bytes_of(response) if kind == "bin_data" else None
+    if raw is not None:
+        return HttpReply(200, raw, OCTET)
+    fast = gtensors_reply(response) if kind == "gtensors" else None
+    return _json(fast) if fast is not None else _reply(success(to_message(response, kind)))
 
 
 def render_error(message: str, status: int) -> HttpReply:
