@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, SanicException
 
-from ..declarations import BodyPolicy, HttpReply, HttpRequest, HttpRoute
+from ..declarations import BodyPolicy, HttpReply, HttpRequest
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
 from .replies import send_reply

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 import modelplatform_python
 
-from ...import_graph import _absolute, cycles, import_graph, imports, modules
+from ...import_graph import cycles, import_graph, imports, modules
 
 PACKAGE = Path(modelplatform_python.__file__).parent
 #: The top-level module Triton python models import; it ships with the plugin.
