@@ -236,3 +236,11 @@ def test_reply_head_strips_what_sanic_strips():
     for name, value in sanic.items():
         assert lines[name] == value, name
     assert lines[b"X-Odd"] == b"abc" and lines[b"content-type"] == b"application/json"
+
+
+async def test_an_endless_version_number_is_bound_on_both_paths(port):
+    digits = "0" + "9" * 5000
+    [(status, headers, body)] = await exchange(port, post(f"/lane/a/versions/{digits}/echo"))
+    assert (status, body, headers["x-version"]) == (200, b"fast:x", "9" * 5000)
+    [(status, headers, body)] = await exchange(port, post(f"/lane/a/versions/{digits}/echo", b"x", "Connection: close"))
+    assert (status, body) == (200, b"sanic:x")

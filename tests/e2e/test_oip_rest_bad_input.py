@@ -11,6 +11,8 @@ import pytest
 from modelplatform.testing import ServerProcess
 from tests.conftest import MODEL_REPOSITORY
 
+from ..http_wire import exchange
+
 LIMITS = ("--max-request-bytes", "4096", "--max-tensor-elements", "1000", "--max-bytes-element", "8")
 
 
@@ -146,3 +148,13 @@ def test_bytes_element_over_limit_refused(limited):
     status, body = infer(limited, "identity_bytes", doc)
     assert status == 400 and "over the limit of 8" in body["error"]
     still_serves(limited)
+
+
+@pytest.mark.parametrize("close", [False, True], ids=["lane", "sanic"])
+def test_an_endless_version_number_is_a_clear_error(server, close):
+    """A version of 5,000 digits is an unknown version, on either HTTP path, and nothing breaks."""
+    path = "/v2/models/simple/versions/" + "9" * 5000 + "/infer"
+    status, _, _, body = exchange(server.http_port, path, b"{}", (), close, ())
+    assert 400 <= status < 500, body
+    status, _, _, _ = exchange(server.http_port, "/v2/models/simple/versions/1/infer", b"{}", (), close, ())
+    assert status == 400  # the server still answers (an empty request is refused, not a crash)

@@ -47,8 +47,8 @@ class _Compiled:
         if found is None:
             return None
         params = {name: unquote(value) if "%" in value else value for name, value in found.groupdict().items()}
-        for name in self.ints:
-            params[name] = str(int(params[name]))
+        for name in self.ints:  # not int(): a path of 5,000 digits must not raise
+            params[name] = params[name].lstrip("0") or "0"
         return params
 
 
