@@ -110,7 +110,7 @@ async def _neutral(request: Request, match: Match, max_request_bytes: int) -> Ht
         limit = route.max_body_bytes
         limit_request_body(request, max_request_bytes if limit is None else min(limit, max_request_bytes))
         if route.body is BodyPolicy.STREAMED:
-            chunks = _chunks(request)
+            chunks = _rest(request.stream)
         else:
             body = await _read_body(request)
     return HttpRequest(request.method, request.path, match.params, request.headers, body,
@@ -152,10 +152,3 @@ async def _fill(buffer: bytearray, first: bytes, stream: Any) -> bytearray:
 async def _rest(stream: Any) -> AsyncIterator[bytes]:
     while (chunk := await stream.read()) is not None:
         yield chunk
-
-
-async def _chunks(request: Request) -> AsyncIterator[bytes]:
-    async for chunk in _rest(request.stream):
-        yield chunk
-
-

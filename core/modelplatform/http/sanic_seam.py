@@ -47,10 +47,6 @@ class SanicSeam(HttpProtocol):
             await self._can_write.wait()
 
     @property
-    def max_request_bytes(self) -> int:
-        return int(self.app.config.REQUEST_MAX_SIZE)
-
-    @property
     def app_context(self) -> Any:
         return self.app.ctx
 
