@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 
 
@@ -44,3 +45,14 @@ def _dechunk(sock: socket.socket, data: bytes) -> bytes:
         if size == 0:
             return body
         body, data = body + data[:size], data[size + 2 :]
+
+
+def post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict, bytes]:
+    """One POST through http.client: (status, lower-case headers, body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        reply = connection.getresponse()
+        return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
+    finally:
+        connection.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 
 import numpy as np
@@ -11,6 +10,8 @@ import tritonclient.http as httpclient
 
 from modelplatform.testing import ServerProcess
 from tests.conftest import MODEL_REPOSITORY
+
+from ...http_wire import post
 
 HEADER = "Inference-Header-Content-Length"
 
@@ -26,16 +27,6 @@ def _input(name: str, array: np.ndarray, datatype: str) -> httpclient.InferInput
     tensor.set_data_from_numpy(array, binary_data=True)
     return tensor
 
-
-def _post(url: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict, bytes]:
-    host, port = url.split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    try:
-        connection.request("POST", path, body=body, headers=headers)
-        reply = connection.getresponse()
-        return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
-    finally:
-        connection.close()
 
 
 def test_extension_advertised(client):
@@ -83,7 +74,7 @@ def test_identity_bytes_round_trip_exactly(client):
 
 def test_raw_binary_request(server):
     data = np.array([1.0, 2.5, -3.0], dtype="<f4")
-    status, headers, body = _post(server.http_url, "/v2/models/identity_fp32/infer",
+    status, headers, body = post(server.http_port, "/v2/models/identity_fp32/infer",
                                   data.tobytes(), {HEADER: "0"})  # fmt: skip
     assert status == 200, body
     doc = json.loads(body)
@@ -111,7 +102,7 @@ def _binary_simple_body(size: int = 64, extra: bytes = b"") -> tuple[bytes, int]
 def test_bad_binary_requests(server, client, change, message):
     body, length = _binary_simple_body(change.get("size", 64), change.get("extra", b""))
     headers = {HEADER: change.get("header", str(length))}
-    status, _, reply = _post(server.http_url, "/v2/models/simple/infer", body, headers)
+    status, _, reply = post(server.http_port, "/v2/models/simple/infer", body, headers)
     assert status == 400
     assert message in json.loads(reply)["error"]
     assert client.is_server_live()
@@ -122,7 +113,7 @@ def test_malformed_bytes_length_prefix(server):
     inputs = [{"name": "INPUT0", "datatype": "BYTES", "shape": [1],
                "parameters": {"binary_data_size": len(blob)}}]  # fmt: skip
     head = json.dumps({"inputs": inputs}).encode()
-    status, _, reply = _post(server.http_url, "/v2/models/identity_bytes/infer", head + blob,
+    status, _, reply = post(server.http_port, "/v2/models/identity_bytes/infer", head + blob,
                              {HEADER: str(len(head))})  # fmt: skip
     assert status == 400
     assert "INPUT0" in json.loads(reply)["error"]
@@ -134,7 +125,7 @@ def test_without_the_plugin_binary_requests_get_400():
         with httpclient.InferenceServerClient(process.http_url) as plain:
             assert "binary_tensor_data" not in plain.get_server_metadata()["extensions"]
         body, length = _binary_simple_body()
-        status, _, reply = _post(process.http_url, "/v2/models/simple/infer", body,
+        status, _, reply = post(process.http_port, "/v2/models/simple/infer", body,
                                  {HEADER: str(length)})  # fmt: skip
         assert status == 400
         assert "binary tensor data extension is not enabled" in json.loads(reply)["error"]

@@ -29,6 +29,8 @@ from modelplatform_oip.api import (
     raw_array,
     response_document,
 )
+
+from ...http_wire import post
 from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "plugins" / "oip-extension-api.md"
@@ -98,16 +100,6 @@ class TextRowsPlugin:
         return [TextRowsCodec()]
 
 
-def _post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict, bytes]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("POST", path, body=body, headers=headers)
-        reply = connection.getresponse()
-        return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
-    finally:
-        connection.close()
-
-
 def _get(port: int, path: str) -> Any:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -136,7 +128,7 @@ async def test_oip_rest_uses_a_codec_registered_through_the_hook(repository):
     async with InProcessServer(settings, [FunctionBackendPlugin, TextRowsPlugin]):
         port = settings.http_port
         status, reply_headers, body = await asyncio.to_thread(
-            _post, port, "/v2/models/double/infer", header + data, headers
+            post, port, "/v2/models/double/infer", header + data, headers
         )
         metadata = await asyncio.to_thread(_get, port, "/v2")
     assert status == 200, body
@@ -169,7 +161,7 @@ async def test_blocking_the_repository_extension_leaves_oip_serving(repository):
     answers = {}
     for name, chosen in (("with", settings()), ("without", settings("repository"))):
         async with InProcessServer(chosen, [FunctionBackendPlugin]):
-            index = await asyncio.to_thread(_post, chosen.http_port, "/v2/repository/index", b"", {})
+            index = await asyncio.to_thread(post, chosen.http_port, "/v2/repository/index", b"", {})
             code = await asyncio.to_thread(_grpc_code, chosen.grpc_port, "RepositoryIndex")
             live = await asyncio.to_thread(_get_status, chosen.http_port, "/v2/health/live")
             answers[name] = (index[0], code, live)
