@@ -55,14 +55,15 @@ async def test_every_not_loaded_case_answers_not_found(repo: Path) -> None:
         for query in (dataplane.model_metadata, dataplane.model_config):
             with pytest.raises(ModelNotFound, match=f"^{NO_VERSIONS}$"):
                 query("m")
-            with pytest.raises(ModelNotFound, match="^Request for unknown model: 'm' version 2 is not found$"):
+            with pytest.raises(ModelNotFound, match="'m' version 2 is not found$"):
                 query("m", "2")
         assert not dataplane.model_ready("m") and not dataplane.model_ready("m", "1")
         with pytest.raises(Exception, match="no such weights"):
             await models.load("broken")
         with pytest.raises(ModelNotFound) as caught:
             dataplane.resolve("broken")
-        assert caught.value.message.startswith("Request for unknown model: 'broken' has no available versions: ")
+        words = "Request for unknown model: 'broken' has no available versions: "
+        assert caught.value.message.startswith(words)
         assert "no such weights" in caught.value.message  # a failed load says why, after the same words
 
 

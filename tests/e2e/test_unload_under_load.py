@@ -63,7 +63,8 @@ class Clients:
     def __enter__(self) -> Clients:
         for kind, process in zip(self.kinds, self.processes):
             line = process.stdout.readline()  # type: ignore[union-attr]
-            assert line.strip() == "started", f"{kind}: {line!r} {process.stderr.read()}"  # type: ignore[union-attr]
+            error = "" if line.strip() == "started" else process.stderr.read()  # type: ignore[union-attr]
+            assert line.strip() == "started", f"{kind}: {line!r} {error}"
         return self
 
     def results(self) -> list:
@@ -105,7 +106,8 @@ def test_not_loaded_and_unknown_answer_alike_on_every_endpoint(explicit):
     """``identity_bytes`` is on disk but never loaded; ``simple`` is unloaded; ``nope`` is unknown."""
     assert post(explicit.http_url, "/v2/repository/models/simple/unload", b"{}")[0] == 200
     try:
-        for suffix in ("", "/config", "/stats", "/versions/1", "/versions/1/config", "/ready", "/versions/1/ready"):
+        suffixes = ("", "/config", "/stats", "/versions/1", "/versions/1/config", "/ready", "/versions/1/ready")
+        for suffix in suffixes:
             answers = {name: post(explicit.http_url, f"/v2/models/{name}{suffix}", None, method="GET")
                        for name in ("simple", "identity_bytes", "nope")}
             statuses = {name: status for name, (status, _) in answers.items()}

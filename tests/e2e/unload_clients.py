@@ -70,7 +70,10 @@ def _triton(module, client, error_type, describe) -> Attempt:
 
 
 def tfs_rest(http_url: str, grpc_url: str) -> Attempt:
-    bodies = {"simple": {"instances": [{"INPUT0": ROW, "INPUT1": ROW}]}, "identity_fp32": {"instances": VALUES}}
+    bodies = {
+        "simple": {"instances": [{"INPUT0": ROW, "INPUT1": ROW}]},
+        "identity_fp32": {"instances": VALUES},
+    }
     expected = {"simple": [{"OUTPUT0": SUM, "OUTPUT1": [0] * 16}], "identity_fp32": VALUES}
 
     def attempt(model: str) -> str:
@@ -98,7 +101,8 @@ def grps_rest(http_url: str, grpc_url: str) -> Attempt:
         status, answer = _post(http_url, "/grps/v1/infer/predict", body)
         if status == 200:
             outputs = answer["gtensors"]["tensors"]
-            return _ok(next(iter(v for k, v in outputs[0].items() if k.startswith("flat_"))) == expected[model])
+            flat = next(v for k, v in outputs[0].items() if k.startswith("flat_"))
+            return _ok(flat == expected[model])
         return f"{status} {json.dumps(answer.get('status'), sort_keys=True)}"
 
     return attempt

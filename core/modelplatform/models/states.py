@@ -179,7 +179,7 @@ class ModelRecord:
     def _entry(self, number: int) -> IndexEntry:
         current = self.versions.get(number)
         if current is not None and current.ready:
-            return IndexEntry(self.name, current.version_str, current.state.value, self._kept(number))
+            return IndexEntry(self.name, str(number), ModelState.READY.value, self._kept(number))
         if number in self.loading:
             return IndexEntry(self.name, str(number), ModelState.LOADING.value)
         shown = current or self.retired.get(number)
