@@ -17,7 +17,7 @@ from typing import Final
 import structlog
 
 from .backend import Backend
-from .errors import ModelExecutionError, ModelNotReady, ModelPlatformError
+from .errors import ModelExecutionError, ModelNotFound, ModelPlatformError
 from .models import ModelVersion
 from .stats import ModelStats
 
@@ -118,5 +118,5 @@ def record_failure(
 
 def _pick(model: ModelVersion) -> tuple[int, Backend]:
     if model.scheduler is None:  # only READY versions are looked up, and those have one
-        raise ModelNotReady(model.name, model.version_str, model.reason or model.state.value)
+        raise ModelNotFound(model.name, model.version_str)
     return model.scheduler.pick()

@@ -134,8 +134,10 @@ class DataPlane:
     def resolve(self, name: str, version: str = "") -> VersionInfo:
         """The READY version a request names: ``version``, or the newest READY one when "".
 
-        Raises what :meth:`infer` would: ModelNotFound, ModelNotReady, or
-        InvalidArgument for a version that is not a number. Dialects with
+        Raises what :meth:`infer` would: ModelNotFound when nothing READY
+        answers (unknown, never loaded, unloaded, failed), ModelNotReady only
+        while the model's first load runs, InvalidArgument for a version that
+        is not a number. Dialects with
         version labels (TF Serving) turn the label into a number first.
         """
         return _info(self._models.get(name, version))

@@ -11,9 +11,9 @@ dialect says the same words::
     │   └── LimitExceeded          (a client-controlled size over its setting)
     │       └── PayloadTooLarge    (request body; HTTP 413)
     ├── NotFound                   NOT_FOUND
-    │   └── ModelNotFound
+    │   └── ModelNotFound          (unknown, or no READY version)
     ├── Unavailable                UNAVAILABLE
-    │   ├── ModelNotReady
+    │   ├── ModelNotReady          (first load still running)
     │   └── QueueFull
     ├── Unsupported                UNSUPPORTED
     ├── AlreadyExists              ALREADY_EXISTS
@@ -101,12 +101,25 @@ class NotFound(ModelPlatformError):
 
 
 class ModelNotFound(NotFound):
-    def __init__(self, name: str, version: str = "") -> None:
+    """No READY version answers: the name is unknown, or nothing of it is loaded.
+
+    Triton's words: an unknown name ``is not found``; a known model with no
+    READY version (never loaded, unloaded, failed to load) ``has no available
+    versions``; a version that is not serving ``version N is not found``. A
+    failed load's reason follows the words, after a colon.
+    """
+
+    def __init__(
+        self, name: str, version: str = "", reason: str = "", *, known: bool = False
+    ) -> None:
         if version:
-            message = f"Request for unknown model: '{name}' version {version} is not found"
+            what = f"'{name}' version {version} is not found"
+        elif known:
+            what = f"'{name}' has no available versions"
         else:
-            message = f"Request for unknown model: '{name}' is not found"
-        super().__init__(message)
+            what = f"'{name}' is not found"
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"Request for unknown model: {what}{detail}")
         self.name, self.version = name, version
 
 
@@ -115,10 +128,17 @@ class Unavailable(ModelPlatformError):
 
 
 class ModelNotReady(Unavailable):
-    def __init__(self, name: str, version: str = "", reason: str = "") -> None:
-        where = f"'{name}' version {version}" if version else f"'{name}'"
-        detail = f": {reason}" if reason else ""
-        super().__init__(f"model {where} is not ready{detail}")
+    """Transient: the model's first load is still running, so nothing of it is READY yet.
+
+    Only this; a model that is not loaded for any other reason is ModelNotFound.
+    """
+
+    def __init__(self, name: str, version: str = "") -> None:
+        if version:  # Triton's words for a version it holds that is not READY
+            message = f"Request for unknown model: '{name}' version {version} is not at ready state"
+        else:
+            message = f"model '{name}' has no available versions yet: its first load is running"
+        super().__init__(message)
         self.name, self.version = name, version
 
 

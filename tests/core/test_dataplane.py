@@ -12,7 +12,6 @@ from modelplatform import (
     InvalidInput,
     ModelExecutionError,
     ModelNotFound,
-    ModelNotReady,
     Settings,
     Tensor,
 )
@@ -96,8 +95,8 @@ async def test_unload_and_index(repo):
     async with InProcessServer(_settings(repo), [FunctionBackendPlugin]) as server:
         models = server.running.models
         await models.unload("double")
-        with pytest.raises(ModelNotReady):
-            models.get("double")
+        with pytest.raises(ModelNotFound, match="'double' has no available versions$"):
+            models.get("double")  # unloaded answers as not there, not as busy
         states = {(e.name, e.version): (e.state, e.reason) for e in models.index()}
         assert states[("double", "2")] == ("UNAVAILABLE", "unloaded")
         assert server.context.dataplane.ready()  # an unloaded model is not expected to be READY

@@ -19,7 +19,6 @@ from modelplatform import (
     InvalidArgument,
     ModelConfig,
     ModelNotFound,
-    ModelNotReady,
     Settings,
     Tensor,
     VersionInfo,
@@ -90,7 +89,7 @@ async def test_resolve_raises_what_infer_raises(repo: Path) -> None:
             with pytest.raises(error):
                 await dataplane.infer(InferenceRequest(name, [], model_version=version))
         await dataplane.unload("double")
-        with pytest.raises(ModelNotReady):
+        with pytest.raises(ModelNotFound, match="'double' version 2 is not found$"):
             dataplane.resolve("double", "2")
 
 

@@ -8,6 +8,11 @@ identical load is pending joins it, and a load of an unchanged, READY model is
 a no-op: concurrent loads load a model once. Different models load
 concurrently; backends do their blocking work off the event loop.
 
+A model with no READY version is not there: the manager answers
+ModelNotFound, as for an unknown name, whether it was never loaded, unloaded
+or failed; ModelNotReady (transient) only while its first load runs. The
+index shows each version once: a serving version being reloaded stays READY.
+
 A reload builds the new versions completely, swaps them in, and only then
 drains and unloads the old ones, so no request is dropped. A failed reload
 keeps the previous versions serving and records the reason, which the index

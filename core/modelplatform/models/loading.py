@@ -78,13 +78,13 @@ class Loader:
             await self._unload_versions(fresh)
             await _discard(override)
             return _record_failure(model, failed)
-        old, old_dir = model.versions, model.temp_dir
-        model.versions = {v.version: v for v in fresh}
+        old_dir = model.temp_dir
+        old = model.serve({v.version: v for v in fresh})
         model.failures, model.source = {}, source
         model.temp_dir = override.model_dir if override.temporary else None
         if not failed:
             model.requested = True
-        await self._unload_versions(old.values())
+        await self._unload_versions(old)
         if old_dir is not None and old_dir != model.temp_dir:
             await _remove_dir(old_dir)
         if failed and not model.serving():

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .. import repository
 from ..backend import BackendRegistry
-from ..errors import InvalidArgument, ModelNotFound, ModelNotReady, ModelPlatformError
+from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
 from .loading import Loader
 from .override import LoadOverride
 from .states import IndexEntry, ModelRecord, ModelVersion
@@ -52,20 +52,19 @@ class ModelManager:
     # ---- queries (request path: dict lookups only) ----
 
     def get(self, name: str, version: str = "") -> ModelVersion:
-        """The READY version asked for (latest READY when ``version`` is empty)."""
+        """The READY version asked for (latest READY when ``version`` is empty).
+
+        A model with nothing READY is not there (ModelNotFound, as an unknown
+        name), unless its first load is still running (ModelNotReady, transient).
+        """
         model = self._models.get(name)
-        if model is None or not model.versions:
+        if model is None:
             raise ModelNotFound(name, version)
         if not version:
             return model.latest_ready()
         if not version.isdigit():
             raise InvalidArgument(f"model '{name}': version '{version}' is not a number")
-        found = model.versions.get(int(version))
-        if found is None:
-            raise ModelNotFound(name, version)
-        if not found.ready:
-            raise ModelNotReady(name, version, found.reason or found.state.value)
-        return found
+        return model.ready_version(int(version))
 
     def versions(self, name: str) -> list[ModelVersion]:
         model = self._models.get(name)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import Backend
-from ..errors import ModelNotReady
+from ..errors import ModelNotFound, ModelNotReady
 from ..model_config import ModelConfig
 from ..scheduling import Scheduler
 from ..stats import ModelStats
@@ -19,6 +19,8 @@ from .override import Source
 
 #: Key of a failure that concerns the whole model (bad config), not one version.
 WHOLE_MODEL = -1
+#: The reason of a version that was unloaded cleanly (Triton's word).
+UNLOADED = "unloaded"
 
 
 class ModelState(enum.Enum):
@@ -94,11 +96,16 @@ class ModelRecord:
     versions: dict[int, ModelVersion] = field(default_factory=dict)
     #: Versions of a load in progress, shown as LOADING until swapped in.
     loading: dict[int, ModelVersion] = field(default_factory=dict)
+    #: Versions a reload dropped (e.g. a new version policy): shown UNLOADING while
+    #: they drain, then UNAVAILABLE "unloaded", until a load brings them back.
+    retired: dict[int, ModelVersion] = field(default_factory=dict)
     #: Why the last load failed while earlier versions kept serving.
     failures: dict[int, str] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Counted by readiness: asked for at start-up, or loaded successfully since.
     requested: bool = False
+    #: Whether any version was ever READY: until then a running load is "not yet" (503).
+    ever_ready: bool = False
     #: What the serving versions were loaded from, and what the last load read.
     source: Source | None = None
     attempted: Source | None = None
@@ -109,30 +116,94 @@ class ModelRecord:
     def serving(self) -> bool:
         return any(v.ready for v in self.versions.values())
 
+    def serve(self, fresh: dict[int, ModelVersion]) -> list[ModelVersion]:
+        """Route requests to ``fresh``; returns the versions it replaces, to drain and unload.
+
+        Of those, the ones the new set drops stay in the index as ``retired``
+        (the others are shown by their successor, under the same number).
+        """
+        old = self.versions
+        dropped = {v: mv for v, mv in old.items() if v not in fresh and _shown_once_gone(mv)}
+        kept = {v: mv for v, mv in self.retired.items() if v not in fresh}
+        self.versions, self.retired = fresh, {**kept, **dropped}
+        self.ever_ready = self.ever_ready or self.serving()
+        return list(old.values())
+
+    # ---- what a request finds ----
+
     def latest_ready(self) -> ModelVersion:
+        """The newest READY version; else ModelNotReady (first load running) or ModelNotFound."""
         ready = [v for v in self.versions.values() if v.ready]
-        if not ready:
-            reasons = "; ".join(dict.fromkeys(v.reason for v in self.versions.values() if v.reason))
-            raise ModelNotReady(self.name, "", reasons or "no version is READY")
-        return max(ready, key=lambda v: v.version)
+        if ready:
+            return max(ready, key=lambda v: v.version)
+        if self.first_load_running():
+            raise ModelNotReady(self.name)
+        reasons = (_failure(v) for v in self.versions.values())
+        reason = "; ".join(dict.fromkeys(r for r in reasons if r))
+        raise ModelNotFound(self.name, reason=reason, known=True)
+
+    def ready_version(self, number: int) -> ModelVersion:
+        """Version ``number`` if READY; else ModelNotReady (first load running) or ModelNotFound."""
+        found = self.versions.get(number)
+        if found is not None and found.ready:
+            return found
+        if self.first_load_running() and (number in self.loading or not self.loading):
+            raise ModelNotReady(self.name, str(number))
+        raise ModelNotFound(self.name, str(number), _failure(found) if found else "")
+
+    def first_load_running(self) -> bool:
+        """No version was ever READY and a load is under way (planned or still queued)."""
+        if self.ever_ready:
+            return False
+        if self.loading:
+            return True
+        return (
+            self.pending is not None
+            and self.pending[0][0] == "load"
+            and not self.pending[1].done()
+        )
+
+    # ---- the index ----
 
     def index_entries(self) -> list[IndexEntry]:
-        """Serving (or failed) versions, then LOADING ones and failures not otherwise shown."""
-        return [*self._version_entries(), *self._loading_entries(), *self._failure_entries()]
+        """One row per version number, whatever it is part of at this instant.
 
-    def _version_entries(self) -> Iterator[IndexEntry]:
-        for v in sorted(self.versions.values(), key=lambda v: v.version):
-            failure = self.failures.get(v.version) or self.failures.get(WHOLE_MODEL)
-            kept = f"last load failed, this version kept serving: {failure}"
-            reason = f"{v.reason or ''}{kept if failure and v.ready else ''}"
-            yield IndexEntry(self.name, v.version_str, v.state.value, reason)
+        A version both serving and being reloaded shows READY (it answers
+        requests) until its successor is swapped in; otherwise a load in
+        progress shows LOADING over the version it will replace.
+        """
+        numbers = {*self.versions, *self.loading, *self.retired}
+        numbers |= {v for v in self.failures if v != WHOLE_MODEL}
+        return [self._entry(number) for number in sorted(numbers)]
 
-    def _loading_entries(self) -> Iterator[IndexEntry]:
-        for version, mv in sorted(self.loading.items()):
-            if version not in self.versions or not self.versions[version].ready:
-                yield IndexEntry(self.name, mv.version_str, ModelState.LOADING.value)
+    def _entry(self, number: int) -> IndexEntry:
+        current = self.versions.get(number)
+        if current is not None and current.ready:
+            return IndexEntry(self.name, str(number), ModelState.READY.value, self._kept(number))
+        if number in self.loading:
+            return IndexEntry(self.name, str(number), ModelState.LOADING.value)
+        shown = current or self.retired.get(number)
+        if shown is not None:
+            return IndexEntry(self.name, shown.version_str, shown.state.value, shown.reason)
+        return IndexEntry(
+            self.name, str(number), ModelState.UNAVAILABLE.value, self.failures[number]
+        )
 
-    def _failure_entries(self) -> Iterator[IndexEntry]:
-        for version, reason in sorted(self.failures.items()):
-            if version != WHOLE_MODEL and version not in self.versions:
-                yield IndexEntry(self.name, str(version), ModelState.UNAVAILABLE.value, reason)
+    def _kept(self, number: int) -> str:
+        """The reason a READY version carries: a later load failed and it kept serving."""
+        failure = self.failures.get(number) or self.failures.get(WHOLE_MODEL)
+        return f"last load failed, this version kept serving: {failure}" if failure else ""
+
+
+def _shown_once_gone(version: ModelVersion) -> bool:
+    """Serving, draining or cleanly unloaded; a failed load's placeholder is not kept."""
+    if version.version == WHOLE_MODEL:
+        return False
+    return version.state is not ModelState.UNAVAILABLE or version.reason == UNLOADED
+
+
+def _failure(version: ModelVersion) -> str:
+    """Why a version that is not READY failed to load ("" when it was unloaded or is changing)."""
+    if version.state is ModelState.UNAVAILABLE and version.reason != UNLOADED:
+        return version.reason
+    return ""

@@ -1,7 +1,9 @@
 """Finding the servable a TF Serving request names: model, version or label.
 
 TF Serving says "Servable not found" for any model or version that is not
-serving, and resolves a label through the model's ``tfserving.labels``.
+serving (never loaded, unloaded, failed); only a first load still running
+answers the platform's transient UNAVAILABLE. A label resolves through the
+model's ``tfserving.labels``.
 Labels are TF Serving's idea and are declared beside its signatures, so this
 plugin owns the parameter and turns a label into a version number; the
 dataplane then resolves that number like any other dialect's.
@@ -17,7 +19,6 @@ from modelplatform import (
     DataPlane,
     InvalidArgument,
     ModelNotFound,
-    ModelNotReady,
     NotFound,
     VersionInfo,
 )
@@ -77,7 +78,7 @@ def servable(dataplane: DataPlane, selector: Selector) -> VersionInfo:
     version = resolve_version(dataplane, selector)
     try:
         return dataplane.resolve(selector.name, version)
-    except (ModelNotFound, ModelNotReady):
+    except ModelNotFound:
         raise servable_not_found(selector.name, version) from None
 
 

@@ -17,7 +17,6 @@ from modelplatform import (
     Internal,
     InvalidArgument,
     ModelNotFound,
-    ModelNotReady,
     RequestedOutput,
     ServerContext,
     Tensor,
@@ -106,7 +105,7 @@ class TfService:
         )
         try:
             response = await self.dataplane.infer(request)
-        except (ModelNotFound, ModelNotReady):  # unloaded since it was resolved
+        except ModelNotFound:  # unloaded since it was resolved
             raise servable_not_found(model.name, model.version) from None
         arrays = {t.name: np.asarray(t.data).reshape(t.shape) for t in response.outputs}
         for alias in outputs:

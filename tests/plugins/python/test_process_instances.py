@@ -423,7 +423,9 @@ def test_load_failure_reason_is_visible(served, name):
     for words in REFUSED[name][2]:
         assert words in entry["reason"], entry["reason"]
     status, body = infer(served, name, [1.0])
-    assert status == 503 and REFUSED[name][2][0] in body["error"]
+    # Issue 13: a model that failed to load is not there (404), and the answer says why.
+    assert status == 404 and REFUSED[name][2][0] in body["error"]
+    assert body["error"].startswith(f"Request for unknown model: '{name}' has no available versions: ")
 
 
 def test_invalid_kind_fails_a_load_request_with_the_reason(served):

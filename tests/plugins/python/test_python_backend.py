@@ -108,7 +108,7 @@ def test_non_dict_return_is_a_clean_error(served):
 
 def test_broken_model_is_unavailable_and_others_serve(served):
     status, body = infer(served, "broken", [1.0])
-    assert status == 503 and "this model cannot load" in body["error"]
+    assert status == 404 and "this model cannot load" in body["error"]  # issue 13: failed = not there
     assert infer(served, "picky", [1.0])[0] == 200
 
 
