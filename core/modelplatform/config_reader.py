@@ -205,9 +205,11 @@ def _warmup(proto: pb.ModelConfig, index: int, warmup: pb.ModelWarmup) -> ModelW
     if proto.platform == "ensemble":
         raise InvalidArgument(f"{where}: model_warmup can not be specified for an ensemble")
     if batch_size > max(1, proto.max_batch_size):
-        limit = "1 (the model does not batch)" if proto.max_batch_size == 0 else proto.max_batch_size
+        limit = proto.max_batch_size or "1 (the model does not batch)"
         raise InvalidArgument(f"{where}: batch_size {batch_size} is over {limit}")
-    inputs = {key: _warmup_input(f"{where} input '{key}'", value) for key, value in warmup.inputs.items()}
+    inputs = {
+        key: _warmup_input(f"{where} input '{key}'", value) for key, value in warmup.inputs.items()
+    }
     return ModelWarmup(name, batch_size, inputs, max(1, warmup.count))
 
 
@@ -222,13 +224,17 @@ def _warmup_input(where: str, value: pb.ModelWarmup.Input) -> WarmupInput:
         raise InvalidArgument(f"{where}: needs zero_data, random_data or input_data_file")
     data_file = value.input_data_file
     if source == "input_data_file" and not _inside_folder(data_file):
-        raise InvalidArgument(f"{where}: input_data_file {data_file!r} must be a path inside warmup/")
+        raise InvalidArgument(
+            f"{where}: input_data_file {data_file!r} must be a path inside warmup/"
+        )
     return WarmupInput(CONFIG_TO_DATATYPE[type_name], tuple(value.dims), source, data_file)
 
 
 def _inside_folder(relative: str) -> bool:
     parts = relative.replace("\\", "/").split("/")
-    return bool(relative) and not relative.startswith("/") and ".." not in parts and "\0" not in relative
+    if not relative or relative.startswith("/") or "\0" in relative:
+        return False
+    return ".." not in parts
 
 
 def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:

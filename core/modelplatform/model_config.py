@@ -22,6 +22,8 @@ from typing import Any
 from .dtypes import DATATYPE_TO_CONFIG
 
 CONFIG_FILE = "config.pbtxt"
+#: The folder beside the version folders holding ``model_warmup`` input files.
+WARMUP_FOLDER = "warmup"
 DEFAULT_QUEUE_SIZE = 1024
 
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+import structlog.testing
 
 from modelplatform import (
     Backend,
@@ -27,6 +28,7 @@ from modelplatform import (
     Tensor,
     hookimpl,
 )
+from modelplatform import repository
 from modelplatform.testing import InProcessServer, free_port
 
 #: (model, instance index, request) for every execute, in order.
@@ -231,3 +233,12 @@ async def test_plugin_requests_are_checked_and_a_plugin_error_fails_the_load(rep
         assert "datatype FP32" in reason(server, "odd")
         assert reason(server, "broken").endswith("assets.extra/warmup: record 3 is damaged")
         assert not seen("odd") and not seen("broken")  # refused before any instance ran it
+
+
+def test_the_warmup_folder_is_a_known_entry_of_a_model_folder(repo: Path) -> None:
+    folder = write_model(repo, "m", _non_batching("zero_data: true"), {"x.bin": b"\0" * 8})
+    (folder / "typo").mkdir()
+    with structlog.testing.capture_logs() as logs:
+        entry = repository.read_model(folder)
+    assert entry.versions == (1,)
+    assert [e["entry"] for e in logs if e["event"] == "repository_entry_ignored"] == ["typo"]

@@ -115,8 +115,9 @@ class Loader:
             log.error("model_load_failed", model=mv.name, version=mv.version, reason=mv.reason)
             return
         mv.state = ModelState.READY
-        duration_ms = round((time.perf_counter() - started) * 1000, 1)  # warmup included
-        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind, duration_ms=duration_ms)
+        ms = round((time.perf_counter() - started) * 1000, 1)  # warmup included
+        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind,
+                 duration_ms=ms)
 
     async def _unload_versions(self, versions: Iterable[ModelVersion]) -> None:
         await asyncio.gather(*(_unload_version(v) for v in versions))
