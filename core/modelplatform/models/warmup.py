@@ -60,10 +60,9 @@ def gather_samples(mv: ModelVersion, model_dir: Path, plugins: WarmupSource | No
     samples = triton_samples(mv.config, model_dir)
     version_dir = model_dir / str(mv.version)
     found = plugins(mv.name, mv.version, version_dir, mv.config) if plugins else None
-    for index, request in enumerate(found or ()):
-        request.model_name, request.model_version = mv.name, mv.version_str
-        samples.append(Sample(request.id or f"#{index}", request))
+    samples += [Sample(r.id or f"#{i}", r) for i, r in enumerate(found or ())]
     for sample in samples:
+        sample.request.model_name, sample.request.model_version = mv.name, mv.version_str
         try:
             validate_request(sample.request, mv.config)
         except ModelPlatformError as error:
