@@ -28,8 +28,10 @@ from .model_config import (
     DynamicBatching,
     InstanceGroup,
     ModelConfig,
+    ModelWarmup,
     TensorSpec,
     VersionPolicy,
+    WarmupInput,
 )
 from .protos import model_config_pb2 as pb
 
@@ -158,6 +160,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         decoupled=proto.model_transaction_policy.decoupled,
         default_model_filename=proto.default_model_filename,
         instance_group=groups,
+        model_warmup=tuple(_warmup(proto, i, w) for i, w in enumerate(proto.model_warmup)),
         document=_as_dict(proto, defaults=True),
     )
 
@@ -192,6 +195,46 @@ def _version_policy(policy: pb.ModelVersionPolicy) -> VersionPolicy:
 def _instance_group(group: pb.ModelInstanceGroup) -> InstanceGroup:
     kind = pb.ModelInstanceGroup.Kind.Name(group.kind)
     return InstanceGroup(kind=kind, count=max(1, group.count), gpus=tuple(group.gpus))
+
+
+def _warmup(proto: pb.ModelConfig, index: int, warmup: pb.ModelWarmup) -> ModelWarmup:
+    """A ``model_warmup`` sample; what needs the model's files is checked when it runs."""
+    name = warmup.name or f"#{index}"
+    where = f"model '{proto.name}': warmup sample '{name}'"
+    batch_size = warmup.batch_size or 1  # unset means one, as count does below
+    if proto.platform == "ensemble":
+        raise InvalidArgument(f"{where}: model_warmup can not be specified for an ensemble")
+    if batch_size > max(1, proto.max_batch_size):
+        limit = proto.max_batch_size or "1 (the model does not batch)"
+        raise InvalidArgument(f"{where}: batch_size {batch_size} is over {limit}")
+    inputs = {
+        key: _warmup_input(f"{where} input '{key}'", value) for key, value in warmup.inputs.items()
+    }
+    return ModelWarmup(name, batch_size, inputs, max(1, warmup.count))
+
+
+def _warmup_input(where: str, value: pb.ModelWarmup.Input) -> WarmupInput:
+    type_name = pb.DataType.Name(value.data_type)
+    if type_name not in CONFIG_TO_DATATYPE:
+        raise InvalidArgument(f"{where}: has no data_type")
+    if any(d < 0 for d in value.dims):
+        raise InvalidArgument(f"{where}: dims {list(value.dims)} must all be fixed sizes (>= 0)")
+    source = value.WhichOneof("input_data_type")
+    if source is None:
+        raise InvalidArgument(f"{where}: needs zero_data, random_data or input_data_file")
+    data_file = value.input_data_file
+    if source == "input_data_file" and not _inside_folder(data_file):
+        raise InvalidArgument(
+            f"{where}: input_data_file {data_file!r} must be a path inside warmup/"
+        )
+    return WarmupInput(CONFIG_TO_DATATYPE[type_name], tuple(value.dims), source, data_file)
+
+
+def _inside_folder(relative: str) -> bool:
+    parts = relative.replace("\\", "/").split("/")
+    if not relative or relative.startswith("/") or "\0" in relative:
+        return False
+    return ".." not in parts
 
 
 def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:

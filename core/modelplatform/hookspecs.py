@@ -6,7 +6,7 @@ whose object is a module (or class) holding ``@hookimpl`` functions::
     [project.entry-points.modelplatform]
     my-protocol = "my_package.plugin"
 
-All hooks run at start-up or shutdown, never per request. ``register_*``
+All hooks run at start-up, shutdown or a model load, never per request. ``register_*``
 hooks return declarations (classes or frozen objects); the core collects the
 results of every plugin, validates them once, rejects duplicates naming both
 providers, and freezes them into plain dicts the request path reads.
@@ -17,6 +17,7 @@ arguments you use.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from .codecs import Codec
     from .declarations import GrpcService, HttpDialect
     from .context import ServerContext
+    from .inference import InferenceRequest
+    from .model_config import ModelConfig
     from .settings import Settings
 
 PROJECT = "modelplatform"
@@ -87,6 +90,26 @@ def register_commands(cli: typer.Typer) -> None:
     """Add sub-commands to the ``platform`` CLI (``cli.command()(fn)``).
 
     Called once when the CLI is built, for every plugin; return nothing.
+    """
+
+
+# ---- Models: called while a model version loads; the first answer wins ----
+
+
+@hookspec(firstresult=True)
+def warmup_requests(
+    model_name: str, version: int, version_dir: Path, config: ModelConfig,
+) -> Sequence[InferenceRequest] | None:
+    """Return warmup requests read from a version folder in a format this plugin knows.
+
+    Called in a worker thread while ``model_name`` version ``version`` loads,
+    after its instances loaded and before it turns READY; ``config`` is the
+    configuration its backend completed. Return None when the folder holds
+    nothing of yours: the first plugin returning a sequence answers (one
+    format per folder). Every instance runs the requests once, in order,
+    after the config's ``model_warmup`` samples; ``id`` names a request in a
+    failure's reason. Raise ``ModelPlatformError`` to fail the load with
+    that reason (a bad warmup file fails the model, as it does in TF Serving).
     """
 
 

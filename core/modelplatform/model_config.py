@@ -22,6 +22,8 @@ from typing import Any
 from .dtypes import DATATYPE_TO_CONFIG
 
 CONFIG_FILE = "config.pbtxt"
+#: The folder beside the version folders holding ``model_warmup`` input files.
+WARMUP_FOLDER = "warmup"
 DEFAULT_QUEUE_SIZE = 1024
 
 
@@ -76,6 +78,32 @@ class InstanceGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class WarmupInput:
+    """One input of a warmup sample: Triton's ``ModelWarmup.Input``.
+
+    ``dims`` exclude the batch dimension. ``source`` is ``zero_data``,
+    ``random_data`` or ``input_data_file``; ``data_file`` names a file under
+    the model's ``warmup/`` folder (raw row-major bytes; BYTES elements are a
+    4-byte little-endian length and the bytes).
+    """
+
+    datatype: str
+    dims: tuple[int, ...]
+    source: str
+    data_file: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWarmup:
+    """One ``model_warmup`` sample, run ``count`` times on every instance before READY."""
+
+    name: str
+    batch_size: int = 1
+    inputs: dict[str, WarmupInput] = field(default_factory=dict)
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig:
     name: str
     platform: str = ""
@@ -90,6 +118,7 @@ class ModelConfig:
     decoupled: bool = False
     default_model_filename: str = ""
     instance_group: tuple[InstanceGroup, ...] = ()
+    model_warmup: tuple[ModelWarmup, ...] = ()
     #: The whole configuration as Triton's JSON, as read (no defaults added): what
     #: ``to_json`` answers and an RPC turns back into its proto. Read it, never change it.
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -1,7 +1,7 @@
 """Scan a model repository: ``<repo>/<model>/config.pbtxt`` + ``<version>/`` folders.
 
 Numeric sub-folders are versions. Anything else inside a model folder that is
-not a known file is reported (logged) rather than silently ignored, so a
+not a known entry (config.pbtxt, the warmup/ folder) is reported (logged) rather than silently ignored, so a
 mistyped version folder is visible.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import structlog
 
-from .model_config import CONFIG_FILE
+from .model_config import CONFIG_FILE, WARMUP_FOLDER
 
 log = structlog.get_logger("modelplatform.repository")
 
@@ -53,12 +53,12 @@ def read_model(model_dir: Path) -> ModelEntry:
     for child in sorted(model_dir.iterdir()):
         if child.is_dir() and child.name.isdigit():
             versions.append(int(child.name))
-        elif child.name != CONFIG_FILE and not child.name.startswith("."):
+        elif child.name not in (CONFIG_FILE, WARMUP_FOLDER) and not child.name.startswith("."):
             log.warning(
                 "repository_entry_ignored",
                 model=model_dir.name,
                 entry=child.name,
-                reason="not a numeric version folder or config.pbtxt",
+                reason="not a numeric version folder, config.pbtxt or warmup/",
             )
     return ModelEntry(model_dir.name, model_dir, tuple(sorted(versions)))
 

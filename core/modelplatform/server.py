@@ -13,6 +13,7 @@ import inspect
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -29,7 +30,9 @@ from .declarations import GrpcService, HttpDialect
 from .grpc_server import start_grpc_server
 from .http import HttpFront
 from .logging import configure
+from .model_config import ModelConfig
 from .models import ModelManager
+from .models.warmup import WarmupSource
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
@@ -64,7 +67,11 @@ def compose(
     services = list(_flatten(hook.register_grpc_services(settings=settings)))
     extensions = _extensions(dialects.values(), services, codecs)
     models = ModelManager(
-        settings.model_repository, backends, settings.strict_readiness, replicator=cluster_link
+        settings.model_repository,
+        backends,
+        settings.strict_readiness,
+        replicator=cluster_link,
+        warmup_source=_warmup_source(plugins),
     )
     dataplane = DataPlane(
         models, settings.server_name, __version__, extensions, siblings=cluster_link
@@ -77,6 +84,16 @@ def compose(
         dataplane=dataplane,
     )
     return Composition(context, plugins, models)
+
+
+def _warmup_source(plugins: PluginSet) -> WarmupSource:
+    """The ``warmup_requests`` hook as the loader calls it (by keyword, as pluggy needs)."""
+
+    def requests(name: str, version: int, version_dir: Path, config: ModelConfig) -> Any:
+        hook = plugins.manager.hook.warmup_requests
+        return hook(model_name=name, version=version, version_dir=version_dir, config=config)
+
+    return requests
 
 
 def _flatten(results: list[Sequence[Any] | None]) -> list[Any]:

@@ -49,6 +49,8 @@ class ModelStats:
     )
     batches: dict[int, Duration] = field(default_factory=dict)
     instances: dict[int, int] = field(default_factory=dict)
+    #: Warmup runs (samples x count x instances) and the time the whole warmup took.
+    warmup: Duration = field(default_factory=Duration)
 
     def record_success(self, request_ns: int, queue_ns: int = 0, rows: int = 1) -> None:
         """A request of ``rows`` inferences (its batch size, as Triton counts) finished.
@@ -80,6 +82,9 @@ class ModelStats:
         self.batches.setdefault(batch_size, Duration()).add(infer_ns)
         self.instances[instance] = self.instances.get(instance, 0) + 1
 
+    def record_warmup(self, ns: int, runs: int) -> None:
+        self.warmup.add(ns, runs)
+
     def plus(self, other: ModelStats) -> ModelStats:
         """A new ModelStats: these counters plus ``other``'s (another worker's, same version)."""
         total = ModelStats(self.name, self.version)
@@ -93,6 +98,7 @@ class ModelStats:
                 total.batches.setdefault(size, Duration()).add(duration.ns, duration.count)
             for index, count in part.instances.items():
                 total.instances[index] = total.instances.get(index, 0) + count
+            total.warmup.add(part.warmup.ns, part.warmup.count)
         return total
 
     def to_json(self) -> dict[str, Any]:
@@ -121,4 +127,6 @@ class ModelStats:
                 {"instance": index, "execution_count": count}
                 for index, count in sorted(self.instances.items())
             ],
+            # Also ours: the load's warmup (runs and ns), which inference_stats leave out.
+            "warmup_stats": self.warmup.to_json(),
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from ..scheduling.factory import create_scheduler
 from ..stats import ModelStats
 from .override import LoadOverride, Source
 from .states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
+from .warmup import WarmupSource, warm_up
 
 log = structlog.get_logger("modelplatform.models")
 
@@ -31,9 +33,13 @@ log = structlog.get_logger("modelplatform.models")
 class Loader:
     """Turns load and unload requests into versions, instances and schedulers."""
 
-    def __init__(self, root: Path, backends: BackendRegistry) -> None:
+    def __init__(
+        self, root: Path, backends: BackendRegistry, warmup_source: WarmupSource | None = None
+    ) -> None:
         self.root = root
         self._backends = backends
+        #: The plugins' warmup requests for a version (the ``warmup_requests`` hook).
+        self._warmup_source = warmup_source
 
     async def load(self, model: ModelRecord, override: LoadOverride) -> str:
         """Load and swap in; returns the failure reason, or "" when every version loaded."""
@@ -95,19 +101,23 @@ class Loader:
 
     async def _load_version(self, mv: ModelVersion, model_dir: Path) -> None:
         log.info("model_loading", model=mv.name, version=mv.version)
+        started = time.perf_counter()
         try:
             cls = self._backends.resolve(mv.config, model_dir)
             reason = cls.unavailable_reason()
             if reason:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
             await _start_instances(mv, cls, model_dir / str(mv.version))
+            await warm_up(mv, model_dir, self._warmup_source)  # still LOADING: not routed to
         except Exception as error:  # noqa: BLE001 - any load failure is the model's reason
             await _stop_instances(mv)
             mv.state, mv.reason = ModelState.UNAVAILABLE, _reason(error)
             log.error("model_load_failed", model=mv.name, version=mv.version, reason=mv.reason)
             return
         mv.state = ModelState.READY
-        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind)
+        ms = round((time.perf_counter() - started) * 1000, 1)  # warmup included
+        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind,
+                 duration_ms=ms)
 
     async def _unload_versions(self, versions: Iterable[ModelVersion]) -> None:
         await asyncio.gather(*(_unload_version(v) for v in versions))

@@ -22,6 +22,7 @@ from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
 from .loading import Loader
 from .override import LoadOverride
 from .states import IndexEntry, ModelRecord, ModelVersion
+from .warmup import WarmupSource
 
 
 class Replicator(Protocol):
@@ -41,10 +42,11 @@ class ModelManager:
         backends: BackendRegistry,
         strict_readiness: bool = True,
         replicator: Replicator | None = None,
+        warmup_source: WarmupSource | None = None,
     ) -> None:
         self.root = root
         self.strict_readiness = strict_readiness
-        self._loader = Loader(root, backends)
+        self._loader = Loader(root, backends, warmup_source)
         self._models: dict[str, ModelRecord] = {}
         #: Relays API loads/unloads to sibling workers under ``--workers N``, else None.
         self._replicator = replicator

@@ -171,3 +171,19 @@ def example_from_proto(proto: Any) -> Example:
         values = list(getattr(feature, kind).value)
         example[name] = Feature(kind.removesuffix("_list"), values)
     return example
+
+
+def examples_of(request_input: Any) -> list[Example]:
+    """The examples of a ``tensorflow.serving.Input`` message, each merged over its context."""
+    kind = request_input.WhichOneof("kind")
+    if kind == "example_list":
+        examples = [example_from_proto(e) for e in request_input.example_list.examples]
+    elif kind == "example_list_with_context":
+        listed = request_input.example_list_with_context
+        context = example_from_proto(listed.context)
+        examples = [{**context, **example_from_proto(e)} for e in listed.examples]
+    else:
+        examples = []
+    if not examples:
+        raise InvalidArgument("Input is empty")
+    return examples

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from modelplatform import GrpcService, Settings, hookimpl
 
+# A hook implementation both tfserving plugins offer: either alone warms a model up.
+from ..warmup import warmup_requests as warmup_requests
 from .servicer import add_model_service, add_prediction_service
 
 

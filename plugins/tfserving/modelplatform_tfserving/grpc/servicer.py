@@ -13,7 +13,7 @@ import grpc
 
 from modelplatform import InvalidArgument, ServerContext, grpc_guard
 
-from ..examples import Example, example_from_proto
+from ..examples import examples_of
 from ..servables import Selector, status as model_status
 from ..service import Resolved, TfService
 from ..signatures import signatures_of
@@ -43,21 +43,6 @@ def model_spec(target: Resolved, signature_name: str) -> Any:
     spec = apis.ModelSpec(name=target.model.name, signature_name=signature_name)
     spec.version.value = int(target.model.version)
     return spec
-
-
-def examples_of(request_input: Any) -> list[Example]:
-    kind = request_input.WhichOneof("kind")
-    if kind == "example_list":
-        examples = [example_from_proto(e) for e in request_input.example_list.examples]
-    elif kind == "example_list_with_context":
-        listed = request_input.example_list_with_context
-        context = example_from_proto(listed.context)
-        examples = [{**context, **example_from_proto(e)} for e in listed.examples]
-    else:
-        examples = []
-    if not examples:
-        raise InvalidArgument("Input is empty")
-    return examples
 
 
 class PredictionServicer(services.PredictionServiceServicer):

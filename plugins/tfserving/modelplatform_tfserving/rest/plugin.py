@@ -5,6 +5,8 @@ from __future__ import annotations
 from modelplatform import HttpDialect, Settings, hookimpl
 
 from ..errors import http_status
+# A hook implementation both tfserving plugins offer: either alone warms a model up.
+from ..warmup import warmup_requests as warmup_requests
 from .routes import DIALECT, render_error, tfserving_routes
 
 
