@@ -19,6 +19,7 @@ from .backend import Backend, ExecuteResult, RawResponse
 from .codecs import Codec
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
+from .deadlines import transport_deadline
 from .declarations import BodyPolicy, GrpcService, HttpDialect, HttpReply, HttpRequest, HttpRoute, json_error
 from .dtypes import (
     CONFIG_TO_DATATYPE,
@@ -50,6 +51,7 @@ from .errors import (
     PermissionDenied,
     PluginError,
     QueueFull,
+    RequestTimedOut,
     Unavailable,
     Unsupported,
 )
@@ -113,6 +115,7 @@ __all__ = [
     "PluginError",
     "QueueFull",
     "RawResponse",
+    "RequestTimedOut",
     "RequestedOutput",
     "ServerContext",
     "Settings",
@@ -135,4 +138,5 @@ __all__ = [
     "hookimpl",
     "json_error",
     "numpy_dtype",
+    "transport_deadline",
 ]

@@ -90,6 +90,24 @@ def serve(
             help="C-parsed fast path for hot routes (OIP infer, TF Serving predict, grps predict).",
         ),
     ] = None,
+    http_request_timeout_secs: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Most seconds a client may stay silent while sending a request (408); 0 = none.",
+            rich_help_panel="Limits",
+        ),
+    ] = None,
+    http_response_timeout_secs: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Most seconds to produce an HTTP answer, then the dialect's 504; 0 = none (default).",
+            rich_help_panel="Limits",
+        ),
+    ] = None,
+    http_keep_alive_timeout_secs: Annotated[
+        Optional[float],
+        typer.Option(help="Seconds an idle keep-alive connection stays open.", rich_help_panel="Network"),
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -111,6 +129,9 @@ def serve(
         "max_tensor_elements": max_tensor_elements,
         "max_bytes_element": max_bytes_element,
         "http_fast_lane": http_fast_lane,
+        "http_request_timeout_secs": http_request_timeout_secs,
+        "http_response_timeout_secs": http_response_timeout_secs,
+        "http_keep_alive_timeout_secs": http_keep_alive_timeout_secs,
         "workers": workers,
     }
     settings = _settings(config, overrides)

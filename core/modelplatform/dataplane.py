@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from . import model_config
 from .backend import RawResponse
 from .calls import Call, CountedChunks, record_failure
+from .deadlines import deadline_for
 from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
@@ -231,6 +232,7 @@ class DataPlane:
         model.enter()
         try:
             validate_request(request, model.config)
+            request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]
         except ModelPlatformError as error:
             record_failure(request.model_name, request.model_version, stats, started, error)

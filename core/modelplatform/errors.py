@@ -14,7 +14,8 @@ dialect says the same words::
     │   └── ModelNotFound          (unknown, or no READY version)
     ├── Unavailable                UNAVAILABLE
     │   ├── ModelNotReady          (first load still running)
-    │   └── QueueFull
+    │   ├── QueueFull
+    │   └── RequestTimedOut        (the ``timeout`` parameter expired; Triton's answer)
     ├── Unsupported                UNSUPPORTED
     ├── AlreadyExists              ALREADY_EXISTS
     ├── PermissionDenied           PERMISSION_DENIED (restricted APIs)
@@ -145,6 +146,13 @@ class ModelNotReady(Unavailable):
 class QueueFull(Unavailable):
     def __init__(self, name: str, size: int) -> None:
         super().__init__(f"model '{name}': request queue is full ({size} waiting)")
+
+
+class RequestTimedOut(Unavailable):
+    """The client's ``timeout`` parameter expired before the request ran (Triton's words)."""
+
+    def __init__(self) -> None:
+        super().__init__("Request timeout expired")
 
 
 class Unsupported(ModelPlatformError):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 import grpc
 import structlog
 
+from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ def grpc_status(error: ModelPlatformError) -> grpc.StatusCode:
     return GRPC_STATUS.get(error.code, grpc.StatusCode.UNKNOWN)
 
 
+#: How a gRPC call's deadline names itself in a DEADLINE_EXCEEDED message.
+GRPC_DEADLINE = "gRPC deadline"
+
 _Params = ParamSpec("_Params")
 _Result = TypeVar("_Result")
 
@@ -58,7 +62,9 @@ def grpc_guard(
     the log). Each failure is logged once, as ``request_failed`` (the dataplane
     logs the ones it saw; this logs the rest). Cancellation (a
     gone client, a missed deadline) and an abort the handler raised itself
-    pass through untouched, so the handler's work unwinds.
+    pass through untouched, so the handler's work unwinds. The call's
+    deadline becomes the transport deadline of the requests it makes
+    (deadlines.py), so a request past it never reaches a backend.
 
     Use it as ``@grpc_guard``; a dialect whose wording differs binds its own
     prefix (``functools.partial(grpc_guard, internal_prefix="Internal error")``).
@@ -67,13 +73,14 @@ def grpc_guard(
 
     @functools.wraps(handler)
     async def guarded(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+        context: grpc.aio.ServicerContext = args[-1]
         try:
-            return await handler(*args, **kwargs)
+            with transport_deadline(context.time_remaining(), GRPC_DEADLINE):
+                return await handler(*args, **kwargs)
         except grpc.aio.AbortError:
             raise
         except Exception as error:  # noqa: BLE001 - becomes a status, never a traceback
             code, message = _failure_status(error, method, internal_prefix)
-            context: grpc.aio.ServicerContext = args[-1]
             await context.abort(code, message)
             raise  # not reached: abort ends the call by raising
 

@@ -10,11 +10,14 @@ This module imports no sanic, grpc or protobuf.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .dtypes import datatype_of
+
+if TYPE_CHECKING:
+    from .deadlines import Deadline
 
 Parameters = dict[str, Any]
 
@@ -49,6 +52,8 @@ class InferenceRequest:
 
     ``model_version`` is ``""`` when the client let the server choose.
     ``outputs`` is ``None`` when the client asked for every output.
+    ``deadline`` is set by the dataplane (deadlines.deadline_for), not by
+    dialects: past it, no scheduler hands the request to a backend.
     """
 
     model_name: str
@@ -57,6 +62,7 @@ class InferenceRequest:
     id: str = ""
     parameters: Parameters = field(default_factory=dict)
     outputs: list[RequestedOutput] | None = None
+    deadline: Deadline | None = None
 
     def input(self, name: str) -> Tensor | None:
         return next((t for t in self.inputs if t.name == name), None)

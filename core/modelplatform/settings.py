@@ -20,6 +20,8 @@ from .errors import InvalidArgument
 
 ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
+#: Timeouts beyond a year are typos (and overflow event-loop timers): refused.
+MAX_TIMEOUT_SECS = 365 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,12 @@ class Settings:
     workers: int = 1
     #: Answer dialects' hot HTTP routes (HttpRoute.hot) in the C-parsed fast lane (http/fastlane.py).
     http_fast_lane: bool = True
+    #: Longest a client may stay silent while sending a request's head or body (HTTP 408); 0 = none.
+    http_request_timeout_secs: float = 60.0
+    #: Longest the server takes to produce an HTTP answer (the dialect's 504 after); 0 = none.
+    http_response_timeout_secs: float = 0.0
+    #: Longest an idle keep-alive HTTP connection stays open.
+    http_keep_alive_timeout_secs: float = 75.0
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -151,6 +159,15 @@ def _check(settings: Settings) -> None:
     for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
+    _check_timeouts(settings)
+
+
+def _check_timeouts(settings: Settings) -> None:
+    if not 0 < settings.http_keep_alive_timeout_secs < MAX_TIMEOUT_SECS:
+        raise InvalidArgument(f"http_keep_alive_timeout_secs must be above 0 and below {MAX_TIMEOUT_SECS:.0f}")
+    for name in ("http_request_timeout_secs", "http_response_timeout_secs"):
+        if not 0 <= getattr(settings, name) < MAX_TIMEOUT_SECS:
+            raise InvalidArgument(f"{name} must be between 0 (none) and {MAX_TIMEOUT_SECS:.0f}")
 
 
 def _is_header_pair(text: str) -> bool:

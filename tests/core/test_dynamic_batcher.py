@@ -19,6 +19,7 @@ from modelplatform import (
     Unavailable,
 )
 from modelplatform.config_reader import from_proto, parse_json
+from modelplatform.deadlines import deadline_for
 from modelplatform.scheduling.dynamic import DynamicBatcher
 from modelplatform.stats import ModelStats
 
@@ -59,7 +60,9 @@ class Recorder(Backend):
 
 def _request(rows: int, value: float, width: int = 2, **parameters) -> InferenceRequest:
     data = np.full((rows, width), value, dtype=np.float32)
-    return InferenceRequest("rec", [Tensor.from_array("A", data)], parameters=parameters)
+    request = InferenceRequest("rec", [Tensor.from_array("A", data)], parameters=parameters)
+    request.deadline = deadline_for(parameters, None)  # as the dataplane does before submitting
+    return request
 
 
 async def test_concurrent_requests_coalesce_and_get_their_own_answers():

@@ -22,6 +22,9 @@ class FakeContext:
         self.aborted = (code, details)
         raise grpc.aio.AbortError()
 
+    def time_remaining(self) -> float | None:
+        return None  # the call has no deadline
+
 
 def failing(error: BaseException):
     async def handler(request, context):

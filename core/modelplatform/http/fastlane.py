@@ -34,7 +34,8 @@ from ..declarations import HttpReply, HttpRequest
 from .failures import route_failure
 from .replies import close_stream
 from .routing import Match, Router
-from .sanic_seam import SanicSeam
+from .sanic_seam import SanicSeam, last_activity, restore_activity
+from .timeouts import HttpTimeouts, within_response_timeout
 
 log = structlog.get_logger("modelplatform.http")
 
@@ -76,12 +77,13 @@ class LaneRoutes:
     router: Router
     body_limit: int
     starts: tuple[bytes, ...]
+    timeouts: HttpTimeouts
 
     @classmethod
-    def of(cls, router: Router, max_request_bytes: int) -> LaneRoutes:
+    def of(cls, router: Router, max_request_bytes: int, timeouts: HttpTimeouts) -> LaneRoutes:
         methods = sorted({m for route in router.routes() if route.hot for m in route.methods})
         starts = tuple(method.encode() + b" " for method in methods)
-        return cls(router, min(FAST_BODY_LIMIT, max_request_bytes), starts)
+        return cls(router, min(FAST_BODY_LIMIT, max_request_bytes), starts, timeouts)
 
     def limit(self, match: Match) -> int:
         route_limit = match.route.max_body_bytes
@@ -201,7 +203,26 @@ class FastLaneProtocol(SanicSeam):
                 self.transport.resume_reading()
             if not isinstance(request, _Request):  # wait for the next bytes that are ours
                 self._lane_wakeup = self.loop.create_future()
-                await self._lane_wakeup
+                await self._wait_for_bytes()
+
+    async def _wait_for_bytes(self) -> None:
+        """Wait for the lane's next bytes; a request left unfinished too long goes to Sanic.
+
+        Sanic then answers it as it answers any stalled request (408, dialect's
+        shape, connection closed): the idle clock it is handed still runs from
+        the last byte, so the client gets no second grace period.
+        """
+        assert self._lane_wakeup is not None
+        limit = self._routes.timeouts.request_s
+        if limit is None or not self._lane_buffer:  # an idle keep-alive connection is Sanic's to time
+            await self._lane_wakeup
+            return
+        try:
+            await asyncio.wait_for(self._lane_wakeup, limit)
+        except TimeoutError:
+            silent_since = last_activity(self)
+            self._hand_to_sanic()
+            restore_activity(self, silent_since)
 
     def _take(self) -> _Request | object:
         buffer, starts = self._lane_buffer, self._routes.starts
@@ -255,7 +276,7 @@ class FastLaneProtocol(SanicSeam):
     async def _answer(self, taken: _Request) -> None:
         match, request = taken.match, taken.request
         try:
-            reply = await match.route.handler(request)
+            reply = await within_response_timeout(match.route.handler(request), self._routes.timeouts)
         except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
             reply = route_failure(match.dialect, error, request.path, request.params)
         await self._write(reply)

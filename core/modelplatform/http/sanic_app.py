@@ -8,19 +8,21 @@ written back. Sanic still parses HTTP, enforces limits and keeps connections.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from sanic import HTTPResponse, Request, Sanic
-from sanic.exceptions import PayloadTooLarge, SanicException
+from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
 from ..declarations import BodyPolicy, HttpReply, HttpRequest
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
 from .replies import send_reply
 from .routing import Match, Router
-from .sanic_seam import has_request_body, limit_request_body
+from .sanic_seam import close_after_reply, has_request_body, limit_request_body, seconds_silent
+from .timeouts import NO_LIMIT_S, HttpTimeouts, within_response_timeout
 
 if TYPE_CHECKING:
     from ..context import ServerContext
@@ -41,12 +43,19 @@ def create_app(context: ServerContext) -> Sanic:
     # twice; a second app in one process (tests) keeps the first app's rewrite.
     app.config.TOUCHUP = number == 0
     app.config.REQUEST_MAX_SIZE = context.settings.max_request_bytes
-    app.config.KEEP_ALIVE_TIMEOUT = 75
+    timeouts = HttpTimeouts.of(context.settings)
+    # Sanic times out a request's head; its body and the answer are timed in
+    # Dispatcher (http/timeouts.py), the same way as on the fast lane.
+    app.config.REQUEST_TIMEOUT = timeouts.request_s or NO_LIMIT_S
+    app.config.RESPONSE_TIMEOUT = NO_LIMIT_S
+    app.config.KEEP_ALIVE_TIMEOUT = timeouts.keep_alive_s
     app.config.NOISY_EXCEPTIONS = False
     app.config.ACCESS_LOG = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
     router = build_router(context)
-    dispatcher = Dispatcher(router, PathOwners(context.dialects.values()), context.settings.max_request_bytes)
+    dispatcher = Dispatcher(
+        router, PathOwners(context.dialects.values()), context.settings.max_request_bytes, timeouts
+    )
 
     async def every_route(request: Request, path: str = "") -> HTTPResponse | None:
         return await dispatcher.dispatch(request)
@@ -56,22 +65,29 @@ def create_app(context: ServerContext) -> Sanic:
     app.add_route(every_route, "/<path:path>", methods=_METHODS, stream=True, name="routes")
     app.error_handler.add(SanicException, dispatcher.framework_error)
     app.error_handler.add(Exception, dispatcher.framework_error)
-    app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes)
+    app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes, timeouts)
     return app
 
 
 class Dispatcher:
-    def __init__(self, router: Router, owners: PathOwners, max_request_bytes: int) -> None:
+    def __init__(
+        self, router: Router, owners: PathOwners, max_request_bytes: int, timeouts: HttpTimeouts
+    ) -> None:
         self.router = router
         self.owners = owners
         self.max_request_bytes = max_request_bytes
+        self.timeouts = timeouts
 
     async def dispatch(self, request: Request) -> HTTPResponse | None:
         match = self.router.match(request.method, request.path)
         if match is None:
             return await send_reply(request, self._miss(request.method, request.path))
         try:
-            reply = await match.route.handler(await _neutral(request, match, self.max_request_bytes))
+            neutral = await _neutral(request, match, self.max_request_bytes, self.timeouts)
+            reply = await within_response_timeout(match.route.handler(neutral), self.timeouts)
+        except RequestTimeout as error:  # the client stalled its body: answer, then hang up
+            close_after_reply(request)
+            reply = match.dialect.render_error(str(error), error.status_code)
         except PayloadTooLarge as error:
             reply = match.dialect.render_error(_too_large(error), 413)
         except SanicException as error:
@@ -102,30 +118,51 @@ def _too_large(error: Exception) -> str:
     return f"request body is larger than the limit: {error}"
 
 
-async def _neutral(request: Request, match: Match, max_request_bytes: int) -> HttpRequest:
+async def _neutral(request: Request, match: Match, max_request_bytes: int, timeouts: HttpTimeouts) -> HttpRequest:
     route = match.route
     body: Any = b""
     chunks = None
     if has_request_body(request):
         limit = route.max_body_bytes
         limit_request_body(request, max_request_bytes if limit is None else min(limit, max_request_bytes))
+        stream = _TimedStream(request, timeouts.request_s)
         if route.body is BodyPolicy.STREAMED:
-            chunks = _rest(request.stream)
+            chunks = _rest(stream)
         else:
-            body = await _read_body(request)
+            body = await _read_body(request, stream)
     return HttpRequest(request.method, request.path, match.params, request.headers, body,
                        request.query_string, chunks)  # fmt: skip
 
 
-async def _read_body(request: Request) -> bytes | bytearray:
+class _TimedStream:
+    """A request's body stream whose reads fail once the client was silent too long (408)."""
+
+    __slots__ = ("_request", "_limit_s")
+
+    def __init__(self, request: Request, limit_s: float | None) -> None:
+        self._request, self._limit_s = request, limit_s
+
+    async def read(self) -> bytes | None:
+        stream = self._request.stream
+        if self._limit_s is None:
+            return await stream.read()  # type: ignore[union-attr]
+        # Measured from the last byte, not from this call: bytes the fast lane held count.
+        left = self._limit_s - seconds_silent(self._request)
+        try:
+            async with asyncio.timeout(max(0.0, left)):
+                return await stream.read()  # type: ignore[union-attr]
+        except TimeoutError:
+            raise RequestTimeout("Request Timeout") from None
+
+
+async def _read_body(request: Request, stream: _TimedStream) -> bytes | bytearray:
     """The whole body in one buffer: the first chunk when it is all, else one bytearray.
 
     Never a join of chunks (which holds the body twice): a declared length
     gets a buffer of that size, filled as it arrives; the first read refuses
     a length over the limit before any buffer exists.
     """
-    stream = request.stream
-    first = await stream.read()  # type: ignore[union-attr]
+    first = await stream.read()
     length = request.headers.get("content-length", "")
     if first is None:
         return b""

@@ -60,5 +60,25 @@ def limit_request_body(request: Any, limit: int) -> None:
     request.stream.request_max_size = limit
 
 
+def seconds_silent(request: Any) -> float:
+    """Seconds since the connection of a streaming request last received (or sent) a byte."""
+    return monotonic() - request.stream.protocol._time
+
+
+def last_activity(protocol: Any) -> float:
+    return float(protocol._time)
+
+
+def restore_activity(protocol: Any, at: float) -> None:
+    """Set the idle clock back to ``at`` (handing Sanic old bytes makes it look like new ones)."""
+    protocol._time = at
+
+
+def close_after_reply(request: Any) -> None:
+    """Answer ``request`` with ``Connection: close``, and read none of its unread body first."""
+    request.stream.keep_alive = False
+    request.stream.request_body = None
+
+
 def has_request_body(request: Any) -> bool:
     return bool(request.stream is not None and request.stream.request_body)

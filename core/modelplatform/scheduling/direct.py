@@ -2,6 +2,8 @@
 
 Instances are handed out from a queue of idle ones, so ``instance_group``
 count N lets N requests execute at once and the (N+1)th waits its turn.
+A request waits no longer than its deadline (deadlines.py): one past it
+never reaches the backend and fails with the deadline's own error.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..backend import Backend
+from ..deadlines import Deadline
 from ..errors import Internal, ModelPlatformError
 from ..inference import InferenceRequest, InferenceResponse
 from ..stats import ModelStats
@@ -46,11 +49,15 @@ class DirectScheduler:
         self._ring = InstanceRing(instances)
 
     async def submit(self, request: InferenceRequest) -> InferenceResponse:
+        deadline = request.deadline
         if self._idle and not self._waiters:
             index, instance = self._idle.pop()
             self._stats.record_queue(0)
         else:
-            index, instance = await self._wait_for_instance()
+            index, instance = await self._wait_for_instance(deadline)
+        if deadline is not None and deadline.passed():
+            self._release(index, instance)
+            raise deadline.error()
         try:
             started = time.perf_counter_ns()
             results = await instance.execute([request])
@@ -65,15 +72,20 @@ class DirectScheduler:
     async def close(self) -> None:
         return None
 
-    async def _wait_for_instance(self) -> tuple[int, Backend]:
+    async def _wait_for_instance(self, deadline: Deadline | None) -> tuple[int, Backend]:
         waited = time.perf_counter_ns()
         waiter: asyncio.Future[tuple[int, Backend]] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
-            chosen = await waiter
-        except asyncio.CancelledError:
+            if deadline is None:
+                chosen = await waiter
+            else:
+                chosen = await asyncio.wait_for(waiter, deadline.remaining_s())
+        except (asyncio.CancelledError, TimeoutError) as stopped:
             if waiter.done() and not waiter.cancelled():
-                self._release(*waiter.result())  # handed over just as the client left
+                self._release(*waiter.result())  # handed over just as the client or deadline left
+            if isinstance(stopped, TimeoutError) and deadline is not None:
+                raise deadline.error() from None
             raise
         self._stats.record_queue(time.perf_counter_ns() - waited)
         return chosen

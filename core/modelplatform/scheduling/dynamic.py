@@ -5,9 +5,10 @@ UNAVAILABLE). Each backend instance has a worker task that takes the oldest
 request, then gathers queued requests of the same signature (input names,
 datatypes and non-batch dims) until the batch holds ``max_batch_size`` rows,
 reaches a preferred size, or ``max_queue_delay_microseconds`` has passed since
-the oldest request arrived. A request whose ``timeout`` parameter
-(microseconds, Triton's) expires while queued fails alone with UNAVAILABLE.
-Workers are created once, at load time; nothing is spawned per request.
+the oldest request arrived. A request whose deadline (deadlines.py: the
+``timeout`` parameter, Triton's microseconds, or the transport's) passes while
+queued fails alone, at that moment, with the deadline's error; once in a batch
+it runs. Workers are created once, at load time; nothing is spawned per request.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..backend import Backend
-from ..errors import Internal, InvalidArgument, ModelPlatformError, QueueFull, Unavailable
+from ..errors import Internal, ModelPlatformError, QueueFull, Unavailable
 from ..inference import InferenceRequest, InferenceResponse
 from ..model_config import DynamicBatching, ModelConfig
 from ..stats import ModelStats
@@ -35,8 +36,15 @@ class _Pending:
     rows: int
     signature: Signature
     enqueued_ns: int
-    deadline_ns: int | None = None
     cancelled: bool = field(default=False)
+    #: In a batch handed to the backend: its deadline no longer applies.
+    taken: bool = field(default=False)
+
+    def expire(self) -> None:
+        """The deadline passed: fail now unless a worker already took it."""
+        if not (self.taken or self.future.done()):
+            assert self.request.deadline is not None
+            self.future.set_exception(self.request.deadline.error())
 
 
 class DynamicBatcher:
@@ -61,11 +69,18 @@ class DynamicBatcher:
         pending = self._pending(request)
         self._queue.append(pending)
         self._arrived.set()
+        deadline = request.deadline
+        timer = None
+        if deadline is not None:
+            timer = asyncio.get_running_loop().call_later(deadline.remaining_s(), pending.expire)
         try:
             return await pending.future
         except asyncio.CancelledError:
             pending.cancelled = True  # a worker skips it; nothing runs for a gone client
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def pick(self) -> tuple[int, Backend]:
         """Streams and raw calls are not batched: they take the next instance in turn."""
@@ -81,15 +96,8 @@ class DynamicBatcher:
                 pending.future.set_exception(Unavailable("model is unloading"))
 
     def _pending(self, request: InferenceRequest) -> _Pending:
-        now = time.perf_counter_ns()
-        timeout_us = request.parameters.get("timeout") or self._policy.default_timeout_us
-        if not isinstance(timeout_us, int) or isinstance(timeout_us, bool) or timeout_us < 0:
-            raise InvalidArgument("request parameter 'timeout' must be a non-negative integer (microseconds)")
         future = asyncio.get_running_loop().create_future()
-        return _Pending(
-            request, future, _rows(request), _signature(request), now,
-            now + timeout_us * 1000 if timeout_us else None,
-        )
+        return _Pending(request, future, _rows(request), _signature(request), time.perf_counter_ns())
 
     async def _work(self, index: int, instance: Backend) -> None:
         while True:
@@ -122,17 +130,19 @@ class DynamicBatcher:
         """Pop compatible live requests up to max_batch_size rows; others keep their place."""
         batch: list[_Pending] = []
         kept: deque[_Pending] = deque()
-        rows, now = 0, time.perf_counter_ns()
+        rows = 0
         while self._queue:
             pending = self._queue.popleft()
             if pending.cancelled or pending.future.done():
                 continue
-            if pending.deadline_ns is not None and now > pending.deadline_ns:
-                pending.future.set_exception(Unavailable("request timeout expired in the queue"))
+            deadline = pending.request.deadline
+            if deadline is not None and deadline.passed():  # its timer has not run yet
+                pending.expire()
                 continue
             if pending.signature != signature or rows + pending.rows > self._max_rows:
                 kept.append(pending)
                 continue
+            pending.taken = True
             batch.append(pending)
             rows += pending.rows
         self._queue.extendleft(reversed(kept))

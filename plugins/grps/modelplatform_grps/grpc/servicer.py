@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from modelplatform import InvalidArgument, ModelPlatformError, ServerContext
+from modelplatform import InvalidArgument, ModelPlatformError, ServerContext, transport_deadline
 
 from ..converter import Payload, to_message
 from ..metadata import model_yaml, server_yaml
@@ -21,6 +21,8 @@ from ..runtime import GrpsRuntime, runtime
 from ..status import failure, from_error, success
 
 SERVICE = "grps.protos.v1.GrpsService"
+#: How the call's deadline names itself when a request misses it.
+GRPC_DEADLINE = "gRPC deadline"
 
 
 class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
@@ -30,7 +32,7 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
 
     async def Predict(self, request: GrpsMessage, context: grpc.aio.ServicerContext) -> GrpsMessage:
         try:
-            with self.rt.observed() as seen:
+            with self.rt.observed() as seen, transport_deadline(context.time_remaining(), GRPC_DEADLINE):
                 inference = self.rt.decode(Payload.of(request), request.model, "", seen)
                 response = await self.rt.infer(inference)
                 return success(to_message(response, Payload.of(request).kind))

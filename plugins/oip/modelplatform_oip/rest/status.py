@@ -11,7 +11,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.UNSUPPORTED: 501,
     ErrorCode.ALREADY_EXISTS: 400,
     ErrorCode.CANCELLED: 400,
-    ErrorCode.DEADLINE_EXCEEDED: 400,
+    ErrorCode.DEADLINE_EXCEEDED: 504,
     ErrorCode.RESOURCE_EXHAUSTED: 413,
     ErrorCode.PERMISSION_DENIED: 403,
     ErrorCode.INTERNAL: 500,

@@ -18,7 +18,7 @@ import grpc
 import structlog
 from google.protobuf import json_format
 
-from modelplatform import DataPlane, Limits, ModelPlatformError, ServerContext, grpc_guard
+from modelplatform import DataPlane, Limits, ModelPlatformError, ServerContext, grpc_guard, transport_deadline
 
 from ..protos import grpc_service_pb2 as pb
 from .tensors import decode_request, encode_response
@@ -97,16 +97,21 @@ class OipService:
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
     ) -> None:
-        """One response per request, in completion order; errors go in ``error_message``."""
+        """One response per request, in completion order; errors go in ``error_message``.
+
+        The call's deadline bounds every request of the stream (each task
+        copies it from this one's context).
+        """
         window = asyncio.Semaphore(STREAM_WINDOW)
         write_lock = asyncio.Lock()
         pending: set[asyncio.Task[None]] = set()
         try:
-            async for request in requests:
-                await window.acquire()
-                task = asyncio.ensure_future(self._stream_one(request, context, window, write_lock))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+            with transport_deadline(context.time_remaining(), "gRPC deadline"):
+                async for request in requests:
+                    await window.acquire()
+                    task = asyncio.ensure_future(self._stream_one(request, context, window, write_lock))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
             if pending:
                 await asyncio.gather(*pending)
         finally:
