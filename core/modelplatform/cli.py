@@ -90,6 +90,20 @@ def serve(
             help="C-parsed fast path for hot routes (OIP infer, TF Serving predict, grps predict).",
         ),
     ] = None,
+    drain_delay_secs: Annotated[
+        Optional[float],
+        typer.Option(
+            help="On SIGTERM: seconds served with readiness already false (default 5).",
+            rich_help_panel="Network",
+        ),
+    ] = None,
+    exit_timeout_secs: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Then: seconds for calls in flight before they end UNAVAILABLE (default 30).",
+            rich_help_panel="Network",
+        ),
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -112,6 +126,8 @@ def serve(
         "max_bytes_element": max_bytes_element,
         "http_fast_lane": http_fast_lane,
         "workers": workers,
+        "drain_delay_secs": drain_delay_secs,
+        "exit_timeout_secs": exit_timeout_secs,
     }
     settings = _settings(config, overrides)
     configure(settings.log_verbose, settings.log_format)

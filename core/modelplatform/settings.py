@@ -20,6 +20,8 @@ from .errors import InvalidArgument
 
 ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
+#: Upper bound of the drain delay and the exit timeout (one hour): a typo must not keep a pod for days.
+MAX_DRAIN_SECS = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,10 @@ class Settings:
     workers: int = 1
     #: Answer dialects' hot HTTP routes (HttpRoute.hot) in the C-parsed fast lane (http/fastlane.py).
     http_fast_lane: bool = True
+    #: On SIGTERM/SIGINT: seconds of full service with readiness already false (shutdown.py).
+    drain_delay_secs: float = 5.0
+    #: Then: seconds for calls in flight to finish before they end with UNAVAILABLE (Triton's name).
+    exit_timeout_secs: float = 30.0
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -151,6 +157,9 @@ def _check(settings: Settings) -> None:
     for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
+    for name in ("drain_delay_secs", "exit_timeout_secs"):
+        if not 0 <= getattr(settings, name) <= MAX_DRAIN_SECS:
+            raise InvalidArgument(f"{name} must be between 0 and {MAX_DRAIN_SECS:g}")
 
 
 def _is_header_pair(text: str) -> bool:

@@ -60,5 +60,16 @@ def limit_request_body(request: Any, limit: int) -> None:
     request.stream.request_max_size = limit
 
 
+def end_keep_alive(request: Any) -> None:
+    """Answer ``request`` with ``Connection: close`` and close the connection after it."""
+    if request.stream is not None:
+        request.stream.keep_alive = False
+
+
+def idle_secs(connection: Any) -> float:
+    """How long a connection (Sanic's protocol or the lane's) has seen no activity."""
+    return monotonic() - connection._time
+
+
 def has_request_body(request: Any) -> bool:
     return bool(request.stream is not None and request.stream.request_body)
