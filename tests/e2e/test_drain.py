@@ -160,7 +160,8 @@ def test_sigterm_under_load_drops_nothing_sent_before_readiness_turned_false():
     print(
         f"\ndrain under load: {len(during)} requests sent after SIGTERM "
         f"({sum(r['ok'] for r in during)} served, {sum(not r['ok'] for r in during)} refused after the listeners closed); "
-        f"{sum(not r['ok'] for r in before)} failed of {len(before)} sent before readiness turned false; "
+        f"{sum(not r['ok'] for r in before)} failed of {len(before)} sent before readiness turned false, "
+        f"{sum(not r['ok'] for r in in_delay)} of {len(in_delay)} sent in the first {DELAY - 0.5}s of the drain; "
         f"readiness false after {http_turn['done'] - signalled:.3f}s (HTTP), {grpc_turn['done'] - signalled:.3f}s (gRPC); "
         f"exit {code} after {exit_secs:.2f}s (delay {DELAY}s + timeout {TIMEOUT}s)"
     )
