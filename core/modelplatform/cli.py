@@ -108,6 +108,20 @@ def serve(
         Optional[float],
         typer.Option(help="Seconds an idle keep-alive connection stays open.", rich_help_panel="Network"),
     ] = None,
+    drain_delay_secs: Annotated[
+        Optional[float],
+        typer.Option(
+            help="On SIGTERM: seconds served with readiness already false (default 5).",
+            rich_help_panel="Network",
+        ),
+    ] = None,
+    exit_timeout_secs: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Then: seconds for calls in flight before they end UNAVAILABLE (default 30).",
+            rich_help_panel="Network",
+        ),
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -133,6 +147,8 @@ def serve(
         "http_response_timeout_secs": http_response_timeout_secs,
         "http_keep_alive_timeout_secs": http_keep_alive_timeout_secs,
         "workers": workers,
+        "drain_delay_secs": drain_delay_secs,
+        "exit_timeout_secs": exit_timeout_secs,
     }
     settings = _settings(config, overrides)
     configure(settings.log_verbose, settings.log_format)

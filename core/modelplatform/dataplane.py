@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import shutil
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ from . import model_config
 from .backend import RawResponse
 from .calls import Call, CountedChunks, record_failure
 from .deadlines import deadline_for
+from .draining import Drain, ServerShuttingDown
 from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
@@ -96,17 +97,21 @@ class DataPlane:
         self.drain_reasons: set[str] = set()
         #: The other workers of ``--workers N`` (cluster.SiblingLink), else None.
         self.siblings = siblings
+        #: The shutdown drain (draining.py): readiness turns false at its start, and
+        #: the calls below are counted in flight so its end can answer them UNAVAILABLE.
+        self.drain = Drain()
 
     def ready(self) -> bool:
         return (
             self.live
             and self.accepting
+            and not self.drain.started
             and not self.drain_reasons
             and self._models.all_requested_ready()
         )
 
     def model_ready(self, name: str, version: str = "") -> bool:
-        return self._models.is_ready(name, version)
+        return not self.drain.started and self._models.is_ready(name, version)
 
     def server_metadata(self) -> dict[str, Any]:
         return {
@@ -229,11 +234,18 @@ class DataPlane:
         started = time.perf_counter_ns()
         # The hot path: model.request() and Call.failures_counted() spelled out inline,
         # since generator context managers cost more than the rest of this method.
+        task = self.drain.enter()
         model.enter()
         try:
             validate_request(request, model.config)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]
+        except asyncio.CancelledError:
+            if not self.drain.ended(task):
+                raise
+            failure = ServerShuttingDown()
+            record_failure(request.model_name, request.model_version, stats, started, failure)
+            raise failure from None
         except ModelPlatformError as error:
             record_failure(request.model_name, request.model_version, stats, started, error)
             raise
@@ -243,6 +255,7 @@ class DataPlane:
             raise failure from error
         finally:
             model.leave()
+            self.drain.leave(task)
         rows = request.inputs[0].shape[0] if model.config.batching else 1
         stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
         return _finish(response, request, model)
@@ -256,9 +269,10 @@ class DataPlane:
         (client gone) closes the backend's stream too and counts nothing.
         """
         model = self._models.get(request.model_name, request.model_version)
+        task = self.drain.enter()
         call = Call(model, request.model_name, request.model_version)
         try:
-            with call.failures_counted():
+            with call.failures_counted(), self._ended_as_unavailable(task):
                 validate_request(request, model.config)
                 # aclosing: a consumer that stops early stops the backend now, not at GC.
                 async with contextlib.aclosing(call.instance.stream(request)) as responses:
@@ -267,6 +281,7 @@ class DataPlane:
             call.succeeded()
         finally:
             call.release()
+            self.drain.leave(task)
 
     async def call_raw(
         self, name: str, version: str, body: bytes, headers: Mapping[str, str]
@@ -277,17 +292,31 @@ class DataPlane:
         until its chunks end or it is closed, so close it), then as a success
         or a failure in the model's statistics. Instances take turns.
         """
-        call = Call(self._models.get(name, version), name, version)
+        model = self._models.get(name, version)
+        task = self.drain.enter()
+        call = Call(model, name, version)
         try:
-            with call.failures_counted():
+            with call.failures_counted(), self._ended_as_unavailable(task):
                 raw = await call.instance.handle_raw(body, headers)
         except BaseException:
             call.release()  # e.g. cancelled: no longer in flight, counted as nothing
             raise
+        finally:
+            self.drain.leave(task)
         if isinstance(raw.body, (bytes, bytearray, memoryview)):
             call.succeeded()
             return raw
         return RawResponse(CountedChunks(raw.body, call), raw.content_type, raw.status)
+
+    @contextlib.contextmanager
+    def _ended_as_unavailable(self, task: asyncio.Task[object] | None) -> Iterator[None]:
+        """A call the drain's end cancelled raises ServerShuttingDown, not CancelledError."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not self.drain.ended(task):
+                raise
+            raise ServerShuttingDown() from None
 
 
 def _finish(

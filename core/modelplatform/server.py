@@ -19,12 +19,13 @@ from typing import Any
 
 import grpc
 import structlog
-from . import cluster, repository
+from . import cluster, repository, shutdown
 from ._version import __version__
 from .backend import BackendRegistry
 from .codecs import CodecRegistry
 from .context import ServerContext
 from .dataplane import DataPlane
+from .draining import Phase
 from .errors import ModelPlatformError, PluginError
 from .declarations import GrpcService, HttpDialect
 from .grpc_server import start_grpc_server
@@ -38,6 +39,9 @@ from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
 
 log = structlog.get_logger("modelplatform.server")
+
+#: A draining server closes an HTTP connection with no request once it has been quiet this long.
+IDLE_CONNECTION_SECS = 0.5
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +132,7 @@ class RunningServer:
         self.http: HttpFront | None = None
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._grpc_stopped: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         ctx = self.context
@@ -144,6 +149,32 @@ class RunningServer:
         self.http = HttpFront(self.context)
         await self.http.start()
 
+    # ---- the drain (shutdown.py drives these on a clock) ----
+
+    def begin_drain(self) -> None:
+        """Every readiness surface turns false; everything is still served."""
+        self.context.dataplane.drain.advance(Phase.DRAINING)
+
+    def stop_accepting(self, grace: float) -> None:
+        """Close the listeners; gRPC sends GOAWAY and lets calls run ``grace`` seconds more."""
+        self.context.dataplane.drain.advance(Phase.CLOSING)
+        if self.http is not None:
+            self.http.stop_accepting()
+        if self._grpc is not None:
+            self._grpc_stopped = asyncio.ensure_future(self._grpc.stop(grace=grace))
+
+    def in_flight(self) -> InFlight:
+        """What the drain still waits for; once closing, closes HTTP connections gone quiet."""
+        if self.http is not None and self.context.dataplane.drain.closing:
+            self.http.close_idle(IDLE_CONNECTION_SECS)
+        grpc_busy = self._grpc_stopped is not None and not self._grpc_stopped.done()
+        connections = self.http.open_connections if self.http is not None else 0
+        return InFlight(self.context.dataplane.drain.in_flight, connections, grpc_busy)
+
+    def end_calls(self) -> int:
+        """The budget ran out: calls still in flight end with UNAVAILABLE (503)."""
+        return self.context.dataplane.drain.end()
+
     async def stop(self) -> None:
         ctx = self.context
         ctx.dataplane.accepting = False
@@ -152,11 +183,24 @@ class RunningServer:
             await asyncio.gather(self._poller, return_exceptions=True)
         await call_shutdown_hooks(self._plugins.manager, ctx)
         if self._grpc is not None:
-            await self._grpc.stop(grace=2)
+            await (self._grpc_stopped or self._grpc.stop(grace=2))
         if self.http is not None:
             await self.http.stop()
         await self.models.shutdown()
         log.info("server_stopped")
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """What a draining server is still busy with."""
+
+    calls: int  # dataplane calls (inferences, streams, raw calls) on any transport
+    connections: int  # open HTTP connections
+    grpc: bool  # the gRPC server has calls or streams left
+
+    @property
+    def idle(self) -> bool:
+        return not (self.calls or self.connections or self.grpc)
 
 
 async def _call_hooks(results: list[Any]) -> None:
@@ -189,13 +233,10 @@ def start_polling(settings: Settings, models: ModelManager) -> asyncio.Task[None
 async def serve(
     settings: Settings, worker: tuple[int, cluster.ClusterAddress] | None = None
 ) -> None:
-    """Run until SIGINT/SIGTERM; ``worker`` (index, address) joins a ``--workers`` cluster."""
+    """Run until SIGINT/SIGTERM, then drain (shutdown.py); ``worker`` (index, address) joins a cluster."""
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
     server = RunningServer(compose(settings, cluster_link=link))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    signals = shutdown.Signals(_signals_handled(worker is not None))
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
@@ -203,11 +244,22 @@ async def serve(
     if member is not None and worker is not None:
         await member.join(worker[1])
     try:
-        await stop.wait()
+        await signals.received.wait()
+        await shutdown.drain(server, settings.drain_delay_secs, settings.exit_timeout_secs)
     finally:
         if member is not None:
             await member.leave()
         await server.stop()
+    shutdown.arm_watchdog(shutdown.EXIT_AFTER_STOP_SECS, "threads outlived the server")
+
+
+def _signals_handled(is_worker: bool) -> tuple[signal.Signals, ...]:
+    """A worker drains on the SIGTERM its supervisor forwards; a terminal's Ctrl-C, sent to the
+    whole process group, reaches the supervisor, which forwards it once (never twice)."""
+    if not is_worker:
+        return (signal.SIGINT, signal.SIGTERM)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return (signal.SIGTERM,)
 
 
 def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink) -> cluster.Member:

@@ -22,6 +22,8 @@ ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
 #: Timeouts beyond a year are typos (and overflow event-loop timers): refused.
 MAX_TIMEOUT_SECS = 365 * 24 * 3600.0
+#: Upper bound of the drain delay and the exit timeout (one hour): a typo must not keep a pod for days.
+MAX_DRAIN_SECS = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,10 @@ class Settings:
     http_response_timeout_secs: float = 0.0
     #: Longest an idle keep-alive HTTP connection stays open.
     http_keep_alive_timeout_secs: float = 75.0
+    #: On SIGTERM/SIGINT: seconds of full service with readiness already false (shutdown.py).
+    drain_delay_secs: float = 5.0
+    #: Then: seconds for calls in flight to finish before they end with UNAVAILABLE (Triton's name).
+    exit_timeout_secs: float = 30.0
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -160,6 +166,7 @@ def _check(settings: Settings) -> None:
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
     _check_timeouts(settings)
+    _check_drain(settings)
 
 
 def _check_timeouts(settings: Settings) -> None:
@@ -168,6 +175,12 @@ def _check_timeouts(settings: Settings) -> None:
     for name in ("http_request_timeout_secs", "http_response_timeout_secs"):
         if not 0 <= getattr(settings, name) < MAX_TIMEOUT_SECS:
             raise InvalidArgument(f"{name} must be between 0 (none) and {MAX_TIMEOUT_SECS:.0f}")
+
+
+def _check_drain(settings: Settings) -> None:
+    for name in ("drain_delay_secs", "exit_timeout_secs"):
+        if not 0 <= getattr(settings, name) <= MAX_DRAIN_SECS:
+            raise InvalidArgument(f"{name} must be between 0 and {MAX_DRAIN_SECS:g}")
 
 
 def _is_header_pair(text: str) -> bool:

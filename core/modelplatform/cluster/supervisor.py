@@ -4,7 +4,9 @@ It serves no requests. Each worker is a spawned process running a complete
 server (server.run_worker) with the supervisor's :class:`~.wire.ClusterAddress`
 in its spawn arguments; the workers join through a :class:`WorkerListener`
 and talk through the :class:`Relay`. A worker that exits stops the whole
-server (no silent half-service); SIGINT/SIGTERM stop it cleanly.
+server (no silent half-service). SIGINT/SIGTERM are forwarded to every worker as
+SIGTERM: each drains (shutdown.py) and the supervisor waits for them within the
+budget; a second signal ends them and the supervisor at once.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import os
 import secrets
 import shutil
 import signal
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -32,8 +36,8 @@ from .wire import ClusterAddress
 
 log = structlog.get_logger("modelplatform.cluster")
 
-#: How long a worker may take to stop after SIGTERM before it is killed.
-STOP_TIMEOUT_S = 30.0
+#: Beyond the drain delay and exit timeout, how long a worker may take to exit before it is killed.
+STOP_MARGIN_S = 5.0
 
 Worker = Callable[[Settings, int, ClusterAddress], None]
 
@@ -57,7 +61,7 @@ class Supervisor:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, self._signalled, stop, sig)
         try:
             self._start_workers()
             return await self._wait(stop)
@@ -65,6 +69,19 @@ class Supervisor:
             await self._stop_workers()
             listener.close()
             shutil.rmtree(self._folder, ignore_errors=True)
+
+    def _signalled(self, stop: asyncio.Event, number: signal.Signals) -> None:
+        """The first signal drains every worker; a second one ends them and this process at once."""
+        if not stop.is_set():
+            log.info("shutdown_signal_received", signal=number.name)
+            stop.set()
+            return
+        log.warning("exit_forced", signal=number.name)
+        self._signal_workers()  # their second signal: each exits at once
+        shutil.rmtree(self._folder, ignore_errors=True)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(128 + number)
 
     def _start_workers(self) -> None:
         context = multiprocessing.get_context("spawn")  # no inherited loop, threads or gRPC state
@@ -102,10 +119,18 @@ class Supervisor:
         return next(p.exitcode for p in self._processes if not p.is_alive())
 
     async def _stop_workers(self) -> None:
+        """Every worker drains (SIGTERM); each gets the drain's whole budget, then is killed."""
+        self._signal_workers()
+        budget = self.settings.drain_delay_secs + self.settings.exit_timeout_secs + STOP_MARGIN_S
+        deadline = time.monotonic() + budget
+        for process in self._processes:
+            await asyncio.to_thread(process.join, max(deadline - time.monotonic(), 0.0))
+            if process.is_alive():
+                log.error("worker_killed", pid=process.pid, after_secs=budget)
+                process.kill()
+        log.info("workers_stopped", codes=[p.exitcode for p in self._processes])
+
+    def _signal_workers(self) -> None:
         for process in self._processes:
             if process.is_alive() and process.pid is not None:
                 os.kill(process.pid, signal.SIGTERM)
-        for process in self._processes:
-            await asyncio.to_thread(process.join, STOP_TIMEOUT_S)
-            if process.is_alive():
-                process.kill()

@@ -12,6 +12,7 @@ import structlog
 
 from .fastlane import FastLaneProtocol
 from .sanic_app import create_app
+from .sanic_seam import idle_secs
 
 if TYPE_CHECKING:
     from sanic import Sanic
@@ -49,11 +50,34 @@ class HttpFront:
         await self._server.after_start()
         log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane)
 
+    @property
+    def open_connections(self) -> int:
+        return 0 if self._server is None else len(self._server.connections)
+
+    def stop_accepting(self) -> None:
+        """Close the listening socket; open connections stay until their current request is answered."""
+        if self._server is not None and self._server.server is not None:
+            self._server.server.close()
+
+    def close_idle(self, idle_for: float) -> None:
+        """Close the connections with no request in progress that have been quiet ``idle_for`` seconds.
+
+        Quiet ones only: a client that is using its connection gets its next answer
+        with ``Connection: close`` instead of a reset on a request already sent.
+        """
+        if self._server is None:
+            return
+        for connection in list(self._server.connections):
+            if idle_secs(connection) >= idle_for:
+                connection.close_if_idle()
+
     async def stop(self) -> None:
         if self._server is None:
             return
         await self._server.before_stop()
         self._server.close()
+        for connection in list(self._server.connections):
+            connection.abort()  # what the drain left open: its requests were answered or ended
         await self._server.wait_closed()
         await self._server.after_stop()
 

@@ -31,6 +31,7 @@ import httptools
 import structlog
 
 from ..declarations import HttpReply, HttpRequest
+from ..draining import Drain
 from .failures import route_failure
 from .replies import close_stream
 from .routing import Match, Router
@@ -124,16 +125,20 @@ def _header_line(name: str, value: str) -> bytes:
 
 
 #: (status, content type) -> the reply head up to its own headers: built once, not per reply.
-_HEAD_STARTS: dict[tuple[int, str], bytes] = {}
+_HEAD_STARTS: dict[tuple[int, str, bool], bytes] = {}
 
 
-def head_bytes(reply: HttpReply, framing: bytes) -> bytes:
-    """Status line and headers of a keep-alive reply; ``framing`` is its length header."""
-    key = (reply.status, reply.content_type)
+def head_bytes(reply: HttpReply, framing: bytes, keep_alive: bool = True) -> bytes:
+    """Status line and headers of a reply; ``framing`` is its length header.
+
+    ``keep_alive`` false (the shutdown drain) says ``Connection: close``.
+    """
+    key = (reply.status, reply.content_type, keep_alive)
     start = _HEAD_STARTS.get(key)
     if start is None:
         status_line = _STATUS_LINES.get(reply.status) or _status_line(reply.status)
-        start = status_line + b"connection: keep-alive\r\n" + _header_line("content-type", reply.content_type)
+        connection = b"connection: keep-alive\r\n" if keep_alive else b"connection: close\r\n"
+        start = status_line + connection + _header_line("content-type", reply.content_type)
         if len(_HEAD_STARTS) < 256:  # content types come from handlers, but bound it anyway
             _HEAD_STARTS[key] = start
     lines = [start, framing]
@@ -145,11 +150,12 @@ def head_bytes(reply: HttpReply, framing: bytes) -> bytes:
 class FastLaneProtocol(SanicSeam):
     """Sanic's HTTP/1.1 protocol with the fast lane in front of it."""
 
-    __slots__ = ("_routes", "_lane_buffer", "_lane_busy", "_lane_task", "_lane_wakeup")
+    __slots__ = ("_routes", "_drain", "_lane_buffer", "_lane_busy", "_lane_task", "_lane_wakeup")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._routes: LaneRoutes = self.app_context.lane_routes
+        self._drain: Drain = self.app_context.drain
         self._lane_buffer = bytearray()
         self._lane_busy = False
         self._lane_task: asyncio.Task[None] | None = None
@@ -279,29 +285,32 @@ class FastLaneProtocol(SanicSeam):
             reply = await within_response_timeout(match.route.handler(request), self._routes.timeouts)
         except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
             reply = route_failure(match.dialect, error, request.path, request.params)
-        await self._write(reply)
+        keep_alive = not self._drain.closing
+        await self._write(reply, keep_alive)
+        if not keep_alive:
+            self.close()  # after what is written has left
 
-    async def _write(self, reply: HttpReply) -> None:
+    async def _write(self, reply: HttpReply, keep_alive: bool) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
         await self.wait_writable()
         body = reply.body
         if isinstance(body, (bytes, bytearray)):
-            transport.write(head_bytes(reply, b"content-length: %d\r\n" % len(body)) + body)
+            transport.write(head_bytes(reply, b"content-length: %d\r\n" % len(body), keep_alive) + body)
         elif reply.streamed:
-            await self._write_chunked(reply, body)  # type: ignore[arg-type]
+            await self._write_chunked(reply, body, keep_alive)  # type: ignore[arg-type]
         else:
             parts = list(body)  # type: ignore[arg-type]
             length = sum(len(part) for part in parts)
-            transport.writelines([head_bytes(reply, b"content-length: %d\r\n" % length), *parts])
+            transport.writelines([head_bytes(reply, b"content-length: %d\r\n" % length, keep_alive), *parts])
         self.mark_active()
 
-    async def _write_chunked(self, reply: HttpReply, chunks: AsyncIterator[bytes]) -> None:
+    async def _write_chunked(self, reply: HttpReply, chunks: AsyncIterator[bytes], keep_alive: bool) -> None:
         """A streamed reply in chunked encoding; a failing stream closes the connection."""
         transport = self.transport
         assert transport is not None
-        transport.write(head_bytes(reply, b"transfer-encoding: chunked\r\n"))
+        transport.write(head_bytes(reply, b"transfer-encoding: chunked\r\n", keep_alive))
         try:
             async for chunk in chunks:
                 if chunk:

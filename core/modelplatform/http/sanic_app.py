@@ -21,11 +21,18 @@ from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
 from .replies import send_reply
 from .routing import Match, Router
-from .sanic_seam import close_after_reply, has_request_body, limit_request_body, seconds_silent
+from .sanic_seam import (
+    close_after_reply,
+    end_keep_alive,
+    has_request_body,
+    limit_request_body,
+    seconds_silent,
+)
 from .timeouts import NO_LIMIT_S, HttpTimeouts, within_response_timeout
 
 if TYPE_CHECKING:
     from ..context import ServerContext
+    from ..draining import Drain
 
 _app_numbers = itertools.count()
 _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
@@ -56,6 +63,7 @@ def create_app(context: ServerContext) -> Sanic:
     dispatcher = Dispatcher(
         router, PathOwners(context.dialects.values()), context.settings.max_request_bytes, timeouts
     )
+    dispatcher.drain = context.dataplane.drain
 
     async def every_route(request: Request, path: str = "") -> HTTPResponse | None:
         return await dispatcher.dispatch(request)
@@ -66,6 +74,7 @@ def create_app(context: ServerContext) -> Sanic:
     app.error_handler.add(SanicException, dispatcher.framework_error)
     app.error_handler.add(Exception, dispatcher.framework_error)
     app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes, timeouts)
+    app.ctx.drain = context.dataplane.drain  # the lane asks it whether to keep connections
     return app
 
 
@@ -77,6 +86,8 @@ class Dispatcher:
         self.owners = owners
         self.max_request_bytes = max_request_bytes
         self.timeouts = timeouts
+        #: Once the shutdown drain closes connections, every answer says ``Connection: close``.
+        self.drain: Drain | None = None
 
     async def dispatch(self, request: Request) -> HTTPResponse | None:
         match = self.router.match(request.method, request.path)
@@ -94,6 +105,8 @@ class Dispatcher:
             reply = match.dialect.render_error(str(error) or "bad request", error.status_code)
         except Exception as error:  # noqa: BLE001 - rendered in the dialect's shape
             reply = route_failure(match.dialect, error, request.path, match.params)
+        if self.drain is not None and self.drain.closing:
+            end_keep_alive(request)
         return await send_reply(request, reply)
 
     def _miss(self, method: str, path: str) -> HttpReply:
