@@ -88,7 +88,9 @@ def _serve_until_it_exits(*args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("repository", ["no/such/repository", "s3://bucket/models", "README.md"])
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_repository_that_is_no_folder_stops_serve_with_one_line(repository, workers):
-    returncode, stderr = _serve_until_it_exits("--model-repository", repository, "--workers", workers)
+    returncode, stderr = _serve_until_it_exits(
+        "--model-repository", repository, "--workers", workers
+    )
     assert returncode != 0
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and repository in lines[0], stderr
@@ -113,7 +115,9 @@ def _heavy(packages: set[str]) -> set[str]:
     return {p for p in packages if p.startswith("modelplatform_") or p in ("sanic", "grpc")}
 
 
-@pytest.mark.parametrize("args", [("version",), ("--help",), ("serve", "--help"), ("models", "--help")])
+@pytest.mark.parametrize(
+    "args", [("version",), ("--help",), ("serve", "--help"), ("models", "--help")]
+)
 def test_core_commands_import_no_plugin_and_no_transport(args):
     assert _heavy(_imported(*args)) == set()
 
@@ -133,7 +137,7 @@ def test_help_reads_whole_in_80_columns(command):
     result = platform(command, "--help", env={"COLUMNS": "80", "TERM": "dumb", "NO_COLOR": "1"})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 80, "\n".join(l for l in lines if len(l) > 80)
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
     assert "…" not in result.stdout
     if command == "serve":
         for param in _serve_options():
