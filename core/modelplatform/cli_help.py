@@ -6,7 +6,9 @@ negative short, type, help); in 80 columns a panel holding an
 (``--model-repository…``). Here a panel has two columns: the option names,
 never wrapped (the negative form on its own line), and the help, which wraps
 in what is left. Panels come from each option's ``rich_help_panel``, in the
-order the command declares them; options without one go to "Options".
+order the command declares them; options without one go to "Options". Only
+options are shown: the core commands take no arguments (plugin commands keep
+typer's own help).
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ def _names(param: Any, ctx: Any) -> str:
 def _value_name(param: Any, ctx: Any) -> str:
     if param.metavar:
         return param.metavar
-    shown = getattr(param, "display_type_rich", None)  # typer >= 0.20 keeps no click type
-    return shown(ctx) or "" if shown else param.type.name.upper()
+    shown = getattr(param, "display_type_rich", None)  # newer typer options carry no click type
+    return (shown(ctx) or "") if shown else param.type.name.upper()
 
 
 def _panel(title: str, rows: list[tuple[str, str]]) -> Panel:
