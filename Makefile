@@ -21,7 +21,9 @@ test-gpu: $(STAMP)
 bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
-# Regenerates the committed protobuf code (tests/core/test_protos.py fails when stale).
+# Regenerates the committed protobuf code; when it is stale these fail:
+# tests/core/test_protos_stale.py, tests/plugins/oip/test_protos_stale.py,
+# tests/plugins/grps/test_protos_stale.py, tests/plugins/tfserving/test_protos.py.
 protos: $(STAMP)
 	$(PROTOC) --python_out=core --pyi_out=core protos/modelplatform/protos/model_config.proto
 	$(PROTOC) --python_out=plugins/oip --pyi_out=plugins/oip --grpc_python_out=plugins/oip protos/modelplatform_oip/protos/grpc_service.proto

@@ -7,13 +7,17 @@ default, in that order.
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import pluggy
 import typer
 
 from . import config_reader, repository, settings as settings_module
 from ._version import __version__
+from .cli_help import PanelledCommand
 from .errors import ModelPlatformError
 from .logging import configure
 from .plugins import build_plugin_manager
@@ -22,104 +26,147 @@ from .settings import Settings
 app = typer.Typer(
     name="platform",
     help="modelplatform: serve a model repository over every major inference protocol.",
+    epilog="Plugins may add commands: `platform plugins` lists them.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
+#: The panels ``serve --help`` groups its options in (options without one go to "Options").
+NETWORK, MODELS, LIMITS = "Network", "Models", "Limits"
+SECURITY, OBSERVABILITY = "Security", "Observability"
+
+#: A scheme (s3://, gs://, as://, http://): a remote repository (a Path keeps only one slash).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", help="TOML settings file (see docs/configuration.md).")
 ]
 RepoOpt = Annotated[
-    Optional[Path],
-    typer.Option("--model-repository", "--model-store", help="Model repository folder."),
+    Optional[str],  # not Path, which would turn a mistaken s3://bucket into s3:/bucket
+    typer.Option(
+        "--model-repository",
+        "--model-store",
+        metavar="<path>",
+        help="Model repository folder.",
+        rich_help_panel=MODELS,
+    ),
 ]
 PluginsOpt = Annotated[
     Optional[str], typer.Option("--plugins", help="Comma-separated allow-list of plugin names.")
 ]
 DisableOpt = Annotated[
-    Optional[list[str]], typer.Option("--disable-plugin", help="Plugin name to block (repeatable).")
+    Optional[list[str]],
+    typer.Option("--disable-plugin", metavar="<name>", help="Plugin name to block (repeatable)."),
 ]
 
 
-@app.command()
+@app.command(cls=PanelledCommand)
 def serve(
     config: ConfigOpt = None,
-    model_repository: RepoOpt = None,
-    http_port: Annotated[Optional[int], typer.Option(help="HTTP port (every REST dialect).")] = None,
-    grpc_port: Annotated[Optional[int], typer.Option(help="gRPC port (every gRPC service).")] = None,
-    host: Annotated[Optional[str], typer.Option("--host", "--http-address", help="Address to bind.")] = None,
     plugins: PluginsOpt = None,
     disable_plugin: DisableOpt = None,
+    model_repository: RepoOpt = None,
     model_control_mode: Annotated[
-        Optional[str], typer.Option(help="none | poll | explicit (Triton's control modes).")
+        Optional[str],
+        typer.Option(help="none | poll | explicit (as Triton).", rich_help_panel=MODELS),
     ] = None,
     load_model: Annotated[
-        Optional[list[str]], typer.Option(help="Model to load at start in explicit mode; '*' = all.")
-    ] = None,
-    repository_poll_secs: Annotated[
-        Optional[float], typer.Option(help="Rescan interval in poll mode.")
-    ] = None,
-    allow_file_upload: Annotated[
-        Optional[bool],
+        Optional[list[str]],
         typer.Option(
-            "--allow-file-upload/--no-allow-file-upload",
-            help="Accept file:<version>/<name> load parameters (clients can install code).",
+            metavar="<model>", help="Model to load at start; '*': all.", rich_help_panel=MODELS
         ),
     ] = None,
-    repository_restrict: Annotated[
-        Optional[str],
-        typer.Option(help="'header:value' the repository API requires (403 / PERMISSION_DENIED)."),
+    repository_poll_secs: Annotated[
+        Optional[float], typer.Option(help="Rescan interval in poll mode.", rich_help_panel=MODELS)
     ] = None,
     strict_readiness: Annotated[
         Optional[bool],
-        typer.Option("--strict-readiness/--no-strict-readiness", help="Ready only when all models are."),
+        typer.Option(
+            "--strict-readiness/--no-strict-readiness",
+            help="Ready only when all models are.",
+            rich_help_panel=MODELS,
+        ),
     ] = None,
-    log_verbose: Annotated[Optional[int], typer.Option(help="Verbosity; >0 logs debug events.")] = None,
-    log_format: Annotated[Optional[str], typer.Option(help="console | json")] = None,
-    max_request_bytes: Annotated[Optional[int], typer.Option(help="Largest request body.")] = None,
-    max_tensor_elements: Annotated[Optional[int], typer.Option(help="Largest tensor element count.")] = None,
-    max_bytes_element: Annotated[Optional[int], typer.Option(help="Largest BYTES element.")] = None,
+    host: Annotated[
+        Optional[str],
+        typer.Option("--host", "--http-address", help="Address to bind.", rich_help_panel=NETWORK),
+    ] = None,
+    http_port: Annotated[
+        Optional[int], typer.Option(help="HTTP port (every REST dialect).", rich_help_panel=NETWORK)
+    ] = None,
+    grpc_port: Annotated[
+        Optional[int], typer.Option(help="gRPC port (every gRPC service).", rich_help_panel=NETWORK)
+    ] = None,
     workers: Annotated[
-        Optional[int], typer.Option(help="Server processes sharing the ports (SO_REUSEPORT).")
+        Optional[int],
+        typer.Option(help="Server processes sharing the ports.", rich_help_panel=NETWORK),
     ] = None,
     http_fast_lane: Annotated[
         Optional[bool],
         typer.Option(
             "--http-fast-lane/--no-http-fast-lane",
-            help="C-parsed fast path for hot routes (OIP infer, TF Serving predict, grps predict).",
+            help="C-parsed fast path for hot routes.",
+            rich_help_panel=NETWORK,
         ),
+    ] = None,
+    max_request_bytes: Annotated[
+        Optional[int], typer.Option(help="Largest request body.", rich_help_panel=LIMITS)
+    ] = None,
+    max_tensor_elements: Annotated[
+        Optional[int], typer.Option(help="Largest tensor element count.", rich_help_panel=LIMITS)
+    ] = None,
+    max_bytes_element: Annotated[
+        Optional[int], typer.Option(help="Largest BYTES element.", rich_help_panel=LIMITS)
+    ] = None,
+    allow_file_upload: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--allow-file-upload/--no-allow-file-upload",
+            help="Accept model files in load requests.",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    repository_restrict: Annotated[
+        Optional[str],
+        typer.Option(help="'header:value' the repository API needs.", rich_help_panel=SECURITY),
+    ] = None,
+    log_verbose: Annotated[
+        Optional[int], typer.Option(help=">0 logs debug events.", rich_help_panel=OBSERVABILITY)
+    ] = None,
+    log_format: Annotated[
+        Optional[str], typer.Option(help="console | json", rich_help_panel=OBSERVABILITY)
     ] = None,
     http_request_timeout_secs: Annotated[
         Optional[float],
         typer.Option(
             help="Most seconds a client may stay silent while sending a request (408); 0 = none.",
-            rich_help_panel="Limits",
+            rich_help_panel=LIMITS,
         ),
     ] = None,
     http_response_timeout_secs: Annotated[
         Optional[float],
         typer.Option(
             help="Most seconds to produce an HTTP answer, then the dialect's 504; 0 = none (default).",
-            rich_help_panel="Limits",
+            rich_help_panel=LIMITS,
         ),
     ] = None,
     http_keep_alive_timeout_secs: Annotated[
         Optional[float],
-        typer.Option(help="Seconds an idle keep-alive connection stays open.", rich_help_panel="Network"),
+        typer.Option(help="Seconds an idle keep-alive connection stays open.", rich_help_panel=NETWORK),
     ] = None,
     drain_delay_secs: Annotated[
         Optional[float],
         typer.Option(
             help="On SIGTERM: seconds served with readiness already false (default 5).",
-            rich_help_panel="Network",
+            rich_help_panel=NETWORK,
         ),
     ] = None,
     exit_timeout_secs: Annotated[
         Optional[float],
         typer.Option(
             help="Then: seconds for calls in flight before they end UNAVAILABLE (default 30).",
-            rich_help_panel="Network",
+            rich_help_panel=NETWORK,
         ),
     ] = None,
 ) -> None:
@@ -151,31 +198,38 @@ def serve(
         "exit_timeout_secs": exit_timeout_secs,
     }
     settings = _settings(config, overrides)
+    _require_repository(settings, model_repository)
     configure(settings.log_verbose, settings.log_format)
     from .server import run
 
     run(settings)
 
 
-@app.command("plugins")
+@app.command("plugins", cls=PanelledCommand)
 def list_plugins(config: ConfigOpt = None, plugins: PluginsOpt = None, disable_plugin: DisableOpt = None) -> None:
     """List installed plugins: distribution, version, and whether they loaded (and why not)."""
     settings = _settings(config, {"plugins": plugins, "disable_plugins": disable_plugin or None})
-    for info in build_plugin_manager(settings).infos:
+    plugin_set = build_plugin_manager(settings)
+    commands = _commands_by_plugin(plugin_set.manager)
+    for info in plugin_set.infos:
         detail = f"  ({info.detail})" if info.detail else ""
-        typer.echo(f"{info.name:16} {info.distribution:28} {info.version:10} {info.status}{detail}")
+        added = f"  commands: {', '.join(commands[info.name])}" if commands.get(info.name) else ""
+        typer.echo(
+            f"{info.name:16} {info.distribution:28} {info.version:10} {info.status}{detail}{added}"
+        )
 
 
-@app.command("models")
+@app.command("models", cls=PanelledCommand)
 def list_models(config: ConfigOpt = None, model_repository: RepoOpt = None) -> None:
     """List what the model repository holds: name, versions, backend or platform."""
     settings = _settings(config, {"model_repository": model_repository})
+    _require_repository(settings, model_repository)
     for name, entry in repository.scan(settings.model_repository).items():
         versions = ",".join(str(v) for v in entry.versions) or "-"
         typer.echo(f"{name:32} versions {versions:12} {_backend_of(entry.path)}")
 
 
-@app.command()
+@app.command(cls=PanelledCommand)
 def version() -> None:
     """Print the modelplatform version."""
     typer.echo(f"modelplatform {__version__}")
@@ -197,6 +251,26 @@ def _settings(config: Path | None, overrides: dict) -> Settings:
         raise typer.Exit(2) from None
 
 
+def _require_repository(settings: Settings, as_given: str | None) -> None:
+    """Stop with one line when the repository is no local folder (as Triton does).
+
+    Serving on would report READY with no models: a typo'd path, or a remote
+    URL (no remote repositories yet), would look like a healthy empty server.
+    """
+    root = settings.model_repository
+    if root.is_dir():
+        return
+    shown = as_given or str(root)
+    if _URL.match(shown):
+        reason = "remote repositories are not supported; give a local folder"
+    elif root.exists():
+        reason = "is not a folder"
+    else:
+        reason = "does not exist"
+    typer.echo(f"error: model repository {shown}: {reason}", err=True)
+    raise typer.Exit(2)
+
+
 def _register_plugin_commands() -> None:
     try:
         plugin_set = build_plugin_manager(settings_module.resolve())
@@ -205,6 +279,35 @@ def _register_plugin_commands() -> None:
     plugin_set.manager.hook.register_commands(cli=app)
 
 
+def _commands_by_plugin(manager: pluggy.PluginManager) -> dict[str, list[str]]:
+    """The sub-commands each plugin adds, found by letting it register on a scratch CLI."""
+    found: dict[str, list[str]] = {}
+    for impl in manager.hook.register_commands.get_hookimpls():
+        scratch = typer.Typer()
+        try:
+            impl.function(**{name: scratch for name in impl.argnames})
+        except Exception:  # noqa: BLE001 - listing plugins must survive a broken one
+            continue
+        found[impl.plugin_name] = _command_names(scratch)
+    return found
+
+
+def _command_names(cli: typer.Typer) -> list[str]:
+    """Names as typer gives them: the explicit name, else the function's, dashed."""
+    commands = [c.name or c.callback.__name__.replace("_", "-")
+                for c in cli.registered_commands if c.callback]  # fmt: skip
+    return commands + [g.name for g in cli.registered_groups if g.name]
+
+
+def _asks_for_plugin_command(args: list[str]) -> bool:
+    """Whether the first word names no core command (only then are plugins imported)."""
+    word = next((arg for arg in args if not arg.startswith("-")), None)
+    return word is not None and word not in _command_names(app)
+
+
 def main() -> None:
-    _register_plugin_commands()
+    # Plugins load (with sanic, grpc, onnxruntime...) only for a command they may add:
+    # `platform version`, `platform --help` and every core command start without them.
+    if _asks_for_plugin_command(sys.argv[1:]):
+        _register_plugin_commands()
     app()

@@ -89,7 +89,9 @@ def register_grpc_services(settings: Settings) -> Sequence[GrpcService]:
 def register_commands(cli: typer.Typer) -> None:
     """Add sub-commands to the ``platform`` CLI (``cli.command()(fn)``).
 
-    Called once when the CLI is built, for every plugin; return nothing.
+    Called once, for every plugin, when the first word of the command line
+    names no core command (core commands and ``--help`` import no plugin);
+    ``platform plugins`` lists what each plugin adds. Return nothing.
     """
 
 

@@ -52,11 +52,21 @@ def test_a_plugin_command_runs(site):
     result = _platform(site, "greet", "--name", "operator")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "hello operator, from a plugin\n"
-    assert "greet" in _platform(site, "--help").stdout
+    assert "Whom to greet" in _platform(site, "greet", "--help").stdout
+
+
+@pytest.mark.hook("register_commands")
+def test_platform_plugins_names_the_commands_a_plugin_adds(site):
+    # `platform --help` imports no plugin (issue 13), so `platform plugins` is where they show.
+    listing = _platform(site, "plugins").stdout.splitlines()
+    greeting = next(line for line in listing if line.startswith("greeting"))
+    assert "loaded" in greeting and "commands: greet" in greeting
+    assert "platform plugins" in _platform(site, "--help").stdout
 
 
 @pytest.mark.hook("register_commands")
 def test_a_blocked_plugin_adds_no_command(site):
     result = _platform(site, "greet", MODELPLATFORM_DISABLE_PLUGINS="greeting")
     assert result.returncode != 0 and "hello" not in result.stdout
-    assert "greet" not in _platform(site, "--help", MODELPLATFORM_DISABLE_PLUGINS="greeting").stdout
+    listing = _platform(site, "plugins", MODELPLATFORM_DISABLE_PLUGINS="greeting").stdout
+    assert "commands:" not in next(line for line in listing.splitlines() if line.startswith("greeting"))
