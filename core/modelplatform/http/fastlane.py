@@ -31,6 +31,7 @@ import httptools
 import structlog
 
 from ..declarations import HttpReply, HttpRequest
+from .encoding import call_route
 from .failures import route_failure
 from .replies import close_stream
 from .routing import Match, Router
@@ -76,12 +77,14 @@ class LaneRoutes:
     router: Router
     body_limit: int
     starts: tuple[bytes, ...]
+    #: What a compressed body may inflate to (a route's own limit may be lower).
+    max_request_bytes: int
 
     @classmethod
     def of(cls, router: Router, max_request_bytes: int) -> LaneRoutes:
         methods = sorted({m for route in router.routes() if route.hot for m in route.methods})
         starts = tuple(method.encode() + b" " for method in methods)
-        return cls(router, min(FAST_BODY_LIMIT, max_request_bytes), starts)
+        return cls(router, min(FAST_BODY_LIMIT, max_request_bytes), starts, max_request_bytes)
 
     def limit(self, match: Match) -> int:
         route_limit = match.route.max_body_bytes
@@ -255,7 +258,7 @@ class FastLaneProtocol(SanicSeam):
     async def _answer(self, taken: _Request) -> None:
         match, request = taken.match, taken.request
         try:
-            reply = await match.route.handler(request)
+            reply = await call_route(match.route, request, self._routes.max_request_bytes)
         except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
             reply = route_failure(match.dialect, error, request.path, request.params)
         await self._write(reply)

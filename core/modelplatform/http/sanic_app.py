@@ -16,6 +16,7 @@ from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, SanicException
 
 from ..declarations import BodyPolicy, HttpReply, HttpRequest
+from .encoding import body_limit, call_route
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
 from .replies import send_reply
@@ -71,7 +72,8 @@ class Dispatcher:
         if match is None:
             return await send_reply(request, self._miss(request.method, request.path))
         try:
-            reply = await match.route.handler(await _neutral(request, match, self.max_request_bytes))
+            neutral = await _neutral(request, match, self.max_request_bytes)
+            reply = await call_route(match.route, neutral, self.max_request_bytes)
         except PayloadTooLarge as error:
             reply = match.dialect.render_error(_too_large(error), 413)
         except SanicException as error:
@@ -107,8 +109,7 @@ async def _neutral(request: Request, match: Match, max_request_bytes: int) -> Ht
     body: Any = b""
     chunks = None
     if has_request_body(request):
-        limit = route.max_body_bytes
-        limit_request_body(request, max_request_bytes if limit is None else min(limit, max_request_bytes))
+        limit_request_body(request, body_limit(route, max_request_bytes))
         if route.body is BodyPolicy.STREAMED:
             chunks = _rest(request.stream)
         else:
