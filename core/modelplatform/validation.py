@@ -25,11 +25,19 @@ def element_count(shape: Sequence[int], limit: int, name: str = "") -> int:
     for index, dim in enumerate(shape):
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
             raise InvalidArgument(f"{what}shape {list(shape)} has an invalid dimension {dim!r}")
+        if dim > limit:  # even beside a 0 (no elements): numpy cannot hold a dimension of 2**70
+            raise LimitExceeded(f"{what}dimension {index} of shape {_shown(shape)}", dim, limit)
         count *= dim
         if count > limit:
             at_least = any(d != 1 for d in shape[index + 1 :])
             raise LimitExceeded(f"{what}element count of shape {list(shape)}", count, limit, at_least)
     return count
+
+
+def _shown(shape: Sequence[int]) -> str:
+    """A client's shape for a message, cut short: it may hold thousands of dimensions."""
+    text = str(list(shape))
+    return text if len(text) <= 200 else text[:200] + "...]"
 
 
 def validate_request(request: InferenceRequest, config: ModelConfig) -> None:
