@@ -25,13 +25,19 @@ def element_count(shape: Sequence[int], limit: int, name: str = "") -> int:
     for index, dim in enumerate(shape):
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
             raise InvalidArgument(f"{what}shape {list(shape)} has an invalid dimension {dim!r}")
-        if dim > limit:  # even beside a 0 (no elements): numpy cannot hold a dimension of 2**70
-            raise LimitExceeded(f"{what}dimension {index} of shape {_shown(shape)}", dim, limit)
         count *= dim
         if count > limit:
             at_least = any(d != 1 for d in shape[index + 1 :])
             raise LimitExceeded(f"{what}element count of shape {list(shape)}", count, limit, at_least)
+    if count == 0:  # no elements, yet no array can have a dimension of 2**70
+        _check_dimensions(shape, limit, what)
     return count
+
+
+def _check_dimensions(shape: Sequence[int], limit: int, what: str) -> None:
+    for index, dim in enumerate(shape):
+        if dim > limit:
+            raise LimitExceeded(f"{what}dimension {index} of shape {_shown(shape)}", dim, limit)
 
 
 def _shown(shape: Sequence[int]) -> str:

@@ -148,3 +148,18 @@ def test_known_type_confusions_are_400(hostile_server, model, tensor, words):
     status, body = post_json(hostile_server.http_port, f"/v2/models/{model}/infer", {"inputs": [tensor]})
     assert status == 400, body
     assert words in json.loads(body)["error"]
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        {**CONFIG, "instance_group": [{"count": 1, "kind": -1}]},
+        {**CONFIG, "input": [{"name": "INPUT0", "data_type": 99, "dims": [2]}]},
+    ],
+)
+def test_load_config_with_an_enum_number_no_value_has_is_400(hostile_server, override):
+    """Found by the property test: proto3 keeps unknown enum numbers, which nothing can name later."""
+    doc = {"parameters": {"config": json.dumps(override)}}
+    status, body = post_json(hostile_server.http_port, "/v2/repository/models/identity_fp32/load", doc)
+    assert status == 400, body
+    assert "has no value" in json.loads(body)["error"]
