@@ -39,6 +39,11 @@ def _outputs(body: bytes) -> dict[str, tuple[list[int], list]]:
     return {o["name"]: (o["shape"], o["data"]) for o in json.loads(body)["outputs"]}
 
 
+def _text(values: np.ndarray) -> np.ndarray:
+    """Integers as decimal text (simple_string's inputs)."""
+    return np.array([str(int(i)).encode() for i in values.flat], dtype=object).reshape(values.shape)
+
+
 def _simple_body() -> tuple[dict, dict]:
     a, b = p.simple_pair(p.simple_rows())
     document = {"inputs": [_tensor("INPUT0", "INT32", a), _tensor("INPUT1", "INT32", b)]}
@@ -77,8 +82,7 @@ def json_cases(session: HttpSession) -> list[Case]:
 
     def simple_string() -> Outcome:
         a, b = p.simple_pair(p.simple_rows())
-        text = lambda v: np.array([str(int(i)).encode() for i in v.flat], dtype=object).reshape(v.shape)  # noqa: E731
-        document = {"inputs": [_tensor("INPUT0", "BYTES", text(a)), _tensor("INPUT1", "BYTES", text(b))]}
+        document = {"inputs": [_tensor("INPUT0", "BYTES", _text(a)), _tensor("INPUT1", "BYTES", _text(b))]}
         status, data = session.post_json(INFER.format("simple_string"), document)
         want = {"OUTPUT0": [str(int(v)) for v in (a + b).flat], "OUTPUT1": [str(int(v)) for v in (a - b).flat]}
         return http_answer(status, data, lambda d: judged(

@@ -6,6 +6,7 @@ sample sums the whole process tree, read from /proc (Linux only).
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,14 +71,24 @@ class MemoryLog:
         return self.run_secs >= 2 * warmup_secs(self.run_secs)
 
     def growth_after_warmup(self) -> float | None:
-        """Largest RSS after the warm-up minus RSS at its end, in bytes (None: no sample after it)."""
-        warm = warmup_secs(self.run_secs)
-        after = [rss for elapsed, rss in self.samples if elapsed >= warm]
-        return float(max(after) - after[0]) if after else None
+        """Largest per-minute median RSS after the warm-up minus the median of its last minute, in bytes.
 
-    def per_minute(self) -> list[tuple[int, int, int]]:
-        """(minute, last sample in it, largest sample in it) for every minute with a sample."""
+        Medians, because a sample can land while a few MiB-sized requests are in
+        flight together; that is a transient, not growth. None: no sample after it.
+        """
+        warm = warmup_secs(self.run_secs)
+        before = [rss for elapsed, rss in self.samples if warm - 60 <= elapsed < warm]
+        after: dict[int, list[int]] = {}
+        for elapsed, rss in self.samples:
+            if elapsed >= warm:
+                after.setdefault(int((elapsed - warm) // 60), []).append(rss)
+        if not before or not after:
+            return None
+        return float(max(statistics.median(v) for v in after.values()) - statistics.median(before))
+
+    def per_minute(self) -> list[tuple[int, float, int]]:
+        """(minute, median sample in it, largest sample in it) for every minute with a sample."""
         minutes: dict[int, list[int]] = {}
         for elapsed, rss in self.samples:
             minutes.setdefault(int(elapsed // 60), []).append(rss)
-        return [(m, values[-1], max(values)) for m, values in sorted(minutes.items())]
+        return [(m, statistics.median(values), max(values)) for m, values in sorted(minutes.items())]

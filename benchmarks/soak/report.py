@@ -61,7 +61,7 @@ class Verdict:
                 "warmup_secs": warmup_secs(self.memory.run_secs),
                 "judged": self.memory.judged,
                 "growth_after_warmup_mib": self.growth_mib(),
-                "per_minute_mib": [[m, last / MiB, top / MiB] for m, last, top in self.memory.per_minute()],
+                "per_minute_mib": [[m, median / MiB, top / MiB] for m, median, top in self.memory.per_minute()],
             },
             "server_log_notable": dict(self.log_lines.most_common(MAX_LOG_LINES)),
             "failures": self.failures(),
@@ -102,8 +102,8 @@ def _unexpected(tally: Tally) -> list[str]:
 
 def _memory(verdict: Verdict) -> list[str]:
     memory = verdict.memory
-    lines = ["server memory (VmRSS of the server's process tree):", f"  {'minute':>6} {'last MiB':>9} {'max MiB':>8}"]
-    lines += [f"  {m:>6} {last / MiB:>9.1f} {top / MiB:>8.1f}" for m, last, top in memory.per_minute()]
+    lines = ["server memory (VmRSS of the server's process tree):", f"  {'minute':>6} {'median MiB':>10} {'max MiB':>8}"]
+    lines += [f"  {m:>6} {median / MiB:>10.1f} {top / MiB:>8.1f}" for m, median, top in memory.per_minute()]
     growth = verdict.growth_mib()
     warm = f"warm-up {warmup_secs(memory.run_secs):.0f} s"
     if growth is None:
@@ -111,7 +111,8 @@ def _memory(verdict: Verdict) -> list[str]:
     elif not memory.judged:
         lines.append(f"  {warm}: growth after it {growth:+.1f} MiB (run too short to judge: under twice the warm-up)")
     else:
-        lines.append(f"  {warm}: largest growth after it {growth:+.1f} MiB (budget {verdict.budget_mib:g} MiB)")
+        budget = f"budget {verdict.budget_mib:g} MiB"
+        lines.append(f"  {warm}: growth of the per-minute median after it {growth:+.1f} MiB ({budget})")
     return lines
 
 

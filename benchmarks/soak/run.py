@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -53,11 +54,13 @@ class Drivers:
         self.incidents: list[str] = []
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCHMARKS), os.environ.get("PYTHONPATH", "")])}
         report = min(report_secs, 5.0)
+        # stderr goes to a file: a pipe nobody reads until the end could fill and stall a driver.
+        self.stderr = {family: tempfile.TemporaryFile("w+") for family in FAMILIES}
         self.processes = {
             family: subprocess.Popen(
                 [sys.executable, "-m", "soak.driver", family, server.http_url, server.grpc_url,
                  str(seconds), str(pause_ms), str(report)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                stdout=subprocess.PIPE, stderr=self.stderr[family], text=True, env=env)
             for family in FAMILIES
         }
         self.readers = [threading.Thread(target=self._read, args=(family, process), daemon=True)
@@ -91,8 +94,10 @@ class Drivers:
             reader.join(timeout=10)
         for family, process in self.processes.items():
             if process.returncode not in (0, -9):
-                tail = (process.stderr.read() if process.stderr else "")[-1500:]  # type: ignore[union-attr]
+                self.stderr[family].seek(0)
+                tail = self.stderr[family].read()[-1500:]
                 self.incidents.append(f"driver {family} exited with {process.returncode}: {tail}")
+            self.stderr[family].close()
 
 
 def soak(server: ServerProcess, args: argparse.Namespace, seconds: float) -> Verdict:
