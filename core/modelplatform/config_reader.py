@@ -107,7 +107,7 @@ def _refuse_unknown_enums(message: Any, where: str) -> None:
 
 
 def _repeated(field: Any) -> bool:
-    return field.label == field.LABEL_REPEATED
+    return bool(field.is_repeated)  # protobuf 6 deprecates ``label``
 
 
 def _submessages(field: Any, value: Any) -> list[Any]:
