@@ -5,7 +5,10 @@ in its ``load``: a coroutine function from inputs to the outputs dict. For
 a batching model (``max_batch_size > 0``) the dynamic batcher may hand over
 several requests; they are joined into one ``infer`` call (batching.py),
 and when that fails or the outputs are not batched, each request is retried
-alone, so a bad request fails alone (Triton's contract).
+alone, so a bad request fails alone (Triton's contract). When the instance
+itself failed under the joined call (a process instance's child crashed,
+hung or overgrew: faults.py), every request of it fails with that error at
+once: retried one by one, a hang would cost one timeout per request.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from modelplatform import (
 )
 
 from .batching import join_inputs, split_outputs
+from .faults import InstanceFailed
 from .outputs import to_tensors
 from .raw import no_http
 
@@ -65,6 +69,8 @@ class InferRunner:
             if shares is None:
                 return None
             return [self._response(r, share) for r, share in zip(batch, shares)]
+        except InstanceFailed as failure:  # one error object per request: each is logged
+            return [InstanceFailed(failure.model, failure.instance, failure.reason) for _ in batch]
         except Exception:  # noqa: BLE001 - retried per request below
             return None
 
