@@ -102,9 +102,11 @@ FAULTY = """
             if fault == 4:
                 time.sleep(0.3)
                 self.hoard = []
-                for _ in range(128):  # ~8 MiB every 10 ms; stops at 1 GiB if never killed
+                # ~8 MiB every 40 ms: 1 GiB (the end, if never killed) takes 5 s, so a
+                # watchdog sample delayed by a loaded machine still lands on the way up.
+                for _ in range(128):
                     self.hoard.append(np.ones(8 << 20, dtype=np.uint8))
-                    time.sleep(0.01)
+                    time.sleep(0.04)
             if fault == 5:
                 time.sleep(30)  # the test kills the process meanwhile
             if fault == 6:  # leaks LEAK_MIB per call, quickly
