@@ -7,12 +7,14 @@ import http.client
 import json
 import socket
 
+import grpc
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 from prometheus_client.parser import text_string_to_metric_families
 
 from modelplatform.testing import ServerProcess
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
 from ...conftest import MODEL_REPOSITORY
 
@@ -81,12 +83,19 @@ def traffic(server):
         assert call(server.http_port, "POST", "/v2/models/simple/infer", OIP_BODY)[0] == 200
         assert call(server.http_port, "POST", "/v1/models/simple:predict", TFS_BODY)[0] == 200
         assert call(server.http_port, "POST", "/grps/v1/infer/predict", GRPS_BODY)[0] == 200
-    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+    # tritonclient.grpc cannot share a process with the server's protos (one descriptor pool):
+    # the OIP stubs are the same wire calls.
+    row = np.arange(16, dtype=np.int32).tobytes()
+    request = pb.ModelInferRequest(
+        model_name="simple",
+        inputs=[pb.ModelInferRequest.InferInputTensor(name=n, datatype="INT32", shape=[1, 16])
+                for n in ("INPUT0", "INPUT1")],
+        raw_input_contents=[row, row],
+    )  # fmt: skip
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        stub = pb_grpc.GRPCInferenceServiceStub(channel)
         for _ in range(2):
-            inputs = [grpcclient.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
-            for tensor in inputs:
-                tensor.set_data_from_numpy(np.arange(16, dtype=np.int32).reshape(1, 16))
-            client.infer("simple", inputs)
+            stub.ModelInfer(request, timeout=30)
     assert call(server.http_port, "POST", "/v2/models/simple/infer", BAD_INPUT)[0] == 400
     for name in ("no_such_model_a", "no_such_model_b"):
         assert call(server.http_port, "POST", f"/v2/models/{name}/infer", OIP_BODY)[0] == 404
