@@ -15,7 +15,7 @@ helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .backend import Backend, ExecuteResult, RawResponse
+from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
 from .codecs import Codec
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
@@ -60,6 +60,7 @@ from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
 from .plugins import hookimpl
 from .settings import Limits, Settings
+from .stats import ModelStats
 from .validation import element_count
 
 if TYPE_CHECKING:
@@ -109,9 +110,11 @@ __all__ = [
     "ModelNotFound",
     "ModelNotReady",
     "ModelPlatformError",
+    "ModelStats",
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
+    "PhaseClock",
     "PluginError",
     "QueueFull",
     "RawResponse",

@@ -17,7 +17,17 @@ from typing import Final
 import structlog
 
 from .backend import Backend
-from .errors import ModelExecutionError, ModelNotFound, ModelPlatformError
+from .draining import ServerShuttingDown
+from .errors import (
+    Cancelled,
+    DeadlineExceeded,
+    ModelExecutionError,
+    ModelNotFound,
+    ModelPlatformError,
+    QueueFull,
+    RequestTimedOut,
+    Unavailable,
+)
 from .models import ModelVersion
 from .stats import ModelStats
 
@@ -64,7 +74,8 @@ class Call:
 
     def _fail(self, error: ModelPlatformError) -> None:
         if self.open:
-            record_failure(self.name, self.version, self.model.stats, self.started, error)
+            reason = failure_reason(error, in_backend=True)
+            record_failure(self.name, self.version, self.model.stats, self.started, error, reason)
         self.release()
 
 
@@ -103,12 +114,33 @@ class CountedChunks:
         self._call.release()
 
 
+def failure_reason(error: ModelPlatformError, in_backend: bool) -> str:
+    """Triton's failure reason for ``error``; ``in_backend``: raised once scheduling began.
+
+    Refused by the scheduler (queue full, deadline passed while waiting, the
+    version unloading) is REJECTED; the client or the drain ending the call is
+    CANCELED; anything else after scheduling began is BACKEND, before it OTHER.
+    """
+    if isinstance(error, (Cancelled, ServerShuttingDown)):
+        return "CANCELED"
+    if isinstance(error, (QueueFull, RequestTimedOut, DeadlineExceeded)):
+        return "REJECTED"
+    if not in_backend:
+        return "OTHER"
+    return "REJECTED" if isinstance(error, Unavailable) else "BACKEND"
+
+
 def record_failure(
-    name: str, version: str, stats: ModelStats | None, started: int, error: ModelPlatformError
+    name: str,
+    version: str,
+    stats: ModelStats | None,
+    started: int,
+    error: ModelPlatformError,
+    reason: str = "OTHER",
 ) -> None:
     """Count a failed call and log it once (edges see ``error.logged`` and stay quiet)."""
     if stats is not None:
-        stats.record_failure(time.perf_counter_ns() - started)
+        stats.record_failure(time.perf_counter_ns() - started, reason)
     # Messages name tensors and shapes, never their contents.
     log.info(
         "request_failed", model=name, version=version, code=error.code.value, error=error.message

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from . import model_config
 from .backend import RawResponse
-from .calls import Call, CountedChunks, record_failure
+from .calls import Call, CountedChunks, failure_reason, record_failure
 from .deadlines import deadline_for
 from .draining import Drain, ServerShuttingDown
 from .errors import ModelExecutionError, ModelPlatformError
@@ -70,7 +70,9 @@ class VersionInfo:
 
 
 class Siblings(Protocol):
-    async def statistics(self, name: str, version: str) -> list[list[ModelStats]]:
+    async def statistics(
+        self, name: str, version: str, refused: bool = False
+    ) -> list[list[ModelStats]]:
         """Every other worker's local statistics for the same query."""
         ...
 
@@ -100,6 +102,9 @@ class DataPlane:
         #: The shutdown drain (draining.py): readiness turns false at its start, and
         #: the calls below are counted in flight so its end can answer them UNAVAILABLE.
         self.drain = Drain()
+        #: Requests refused before any version took them (unknown model or version), by
+        #: model name; "" holds the names the server does not know. Bounded by the repository.
+        self._refused: dict[str, ModelStats] = {}
 
     def ready(self) -> bool:
         return (
@@ -217,41 +222,66 @@ class DataPlane:
                     totals[key] = totals[key].plus(stats)
         return [totals[(s.name, s.version)] for s in local]
 
-    def local_statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
-        """This process's counters only (see :meth:`statistics`)."""
+    async def all_statistics(self) -> list[ModelStats]:
+        """What the metrics show: every READY version's counters, plus the refused
+        requests (version ""), summed over every worker, whatever any one of them holds."""
+        totals = {(s.name, s.version): s for s in self.local_statistics(refused=True)}
+        if self.siblings is not None:
+            for part in await self.siblings.statistics("", "", refused=True):
+                for stats in part:
+                    key = (stats.name, stats.version)
+                    totals[key] = totals[key].plus(stats) if key in totals else stats
+        return list(totals.values())
+
+    def local_statistics(
+        self, name: str = "", version: str = "", refused: bool = False
+    ) -> list[ModelStats]:
+        """This process's counters only (see :meth:`statistics`); ``refused`` adds the
+        refused requests' counters (all models only: see :meth:`all_statistics`)."""
         if version:
             return _stats_of([self._models.get(name, version)])
         names = [name] if name else self._models.names()
         found = _stats_of([v for n in names for v in self._models.versions(n) if v.ready])
         if name and not found:
             self._models.get(name)  # raises the same not-found/not-ready error as infer
+        if refused and not name:
+            found += self._refused.values()
         return found
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Validate, schedule, and shape the response for one request."""
-        model = self._models.get(request.model_name, request.model_version)
+        started = request.arrived_ns = time.perf_counter_ns()
+        try:
+            model = self._models.get(request.model_name, request.model_version)
+        except ModelPlatformError:
+            self._count_refused(request.model_name, started)
+            raise
         stats = model.stats
-        started = time.perf_counter_ns()
         # The hot path: model.request() and Call.failures_counted() spelled out inline,
         # since generator context managers cost more than the rest of this method.
         task = self.drain.enter()
         model.enter()
+        scheduled = False
         try:
             validate_request(request, model.config)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
+            scheduled = True
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]
         except asyncio.CancelledError:
             if not self.drain.ended(task):
+                if stats is not None:  # the client left: Triton's CANCELED, nothing to log
+                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED")
                 raise
             failure = ServerShuttingDown()
-            record_failure(request.model_name, request.model_version, stats, started, failure)
+            record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
             raise failure from None
         except ModelPlatformError as error:
-            record_failure(request.model_name, request.model_version, stats, started, error)
+            reason = failure_reason(error, scheduled)
+            record_failure(request.model_name, request.model_version, stats, started, error, reason)
             raise
         except Exception as error:
             failure = ModelExecutionError(request.model_name, error)
-            record_failure(request.model_name, request.model_version, stats, started, failure)
+            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
             raise failure from error
         finally:
             model.leave()
@@ -259,6 +289,15 @@ class DataPlane:
         rows = request.inputs[0].shape[0] if model.config.batching else 1
         stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
         return _finish(response, request, model)
+
+    def _count_refused(self, name: str, started: int) -> None:
+        """A request no READY version answered: counted under its model's name when the
+        server knows that name, else under "" (clients must not create label values)."""
+        key = name if name in self._models.names() else ""
+        refused = self._refused.get(key)
+        if refused is None:
+            refused = self._refused[key] = ModelStats(key, "")
+        refused.record_failure(time.perf_counter_ns() - started, "OTHER")
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Validate, then yield every response of a streaming (generator) model.
@@ -344,7 +383,10 @@ def _info(version: ModelVersion) -> VersionInfo:
 
 
 def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:
-    return [v.stats for v in versions if v.stats is not None]
+    found = [v for v in versions if v.stats is not None]
+    for version in found:
+        version.stats.pending = version.in_flight  # type: ignore[union-attr] - a gauge, read now
+    return [v.stats for v in found]  # type: ignore[misc]
 
 
 def _platform(config: ModelConfig) -> str:

@@ -1,8 +1,16 @@
 """Per model-version counters and durations (Triton's statistics shape).
 
-Updated on the request path with plain integer adds: no locks are needed in a
-single event loop, and nothing here allocates per request beyond a dict
-lookup for the batch size.
+The one source of counts: the statistics extension and the Prometheus metrics
+(the metrics plugin) both read these objects. Updated on the request path with
+plain integer adds, once per event: no locks are needed in a single event
+loop, and nothing here allocates per request beyond a dict lookup for the
+batch size.
+
+Where the durations start and end (docs/observability.md has the table):
+``queue`` runs from the request's arrival at the dataplane to its backend
+call; ``compute_input``, ``compute_infer`` and ``compute_output`` split the
+backend call at the marks the backend sets (:class:`modelplatform.PhaseClock`);
+``success``/``fail`` are the whole request, arrival to answer.
 """
 
 from __future__ import annotations
@@ -23,6 +31,37 @@ class Duration:
 
     def to_json(self) -> dict[str, int]:
         return {"count": self.count, "ns": self.ns}
+
+
+#: Triton's ``nv_inference_request_failure`` reasons: refused by the scheduler
+#: (queue full, timed out waiting), cancelled (client gone, server draining),
+#: failed in the backend, anything else (bad input, unknown version).
+FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
+
+@dataclass(slots=True)
+class BatchDurations:
+    """The three compute phases of every execution of one batch size."""
+
+    input: Duration = field(default_factory=Duration)
+    infer: Duration = field(default_factory=Duration)
+    output: Duration = field(default_factory=Duration)
+
+    def add(self, input_ns: int, infer_ns: int, output_ns: int) -> None:
+        self.input.add(input_ns)
+        self.infer.add(infer_ns)
+        self.output.add(output_ns)
+
+    def include(self, other: BatchDurations) -> None:
+        for mine, theirs in ((self.input, other.input), (self.infer, other.infer),
+                             (self.output, other.output)):  # fmt: skip
+            mine.add(theirs.ns, theirs.count)
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        return {
+            "compute_input": self.input.to_json(),
+            "compute_infer": self.infer.to_json(),
+            "compute_output": self.output.to_json(),
+        }
 
 
 _INFERENCE_KEYS = (
@@ -47,7 +86,12 @@ class ModelStats:
     durations: dict[str, Duration] = field(
         default_factory=lambda: {key: Duration() for key in _INFERENCE_KEYS}
     )
-    batches: dict[int, Duration] = field(default_factory=dict)
+    batches: dict[int, BatchDurations] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_REASONS, 0))
+    #: Requests in flight (queued or executing) when the counters were read: a gauge.
+    pending: int = 0
+    #: How long the version took to load, warmup included (0 until READY).
+    load_ns: int = 0
     instances: dict[int, int] = field(default_factory=dict)
     #: Warmup runs (samples x count x instances) and the time the whole warmup took.
     warmup: Duration = field(default_factory=Duration)
@@ -63,23 +107,37 @@ class ModelStats:
         self.inference_count += rows
         self.last_inference_ms = time.time_ns() // 1_000_000
 
-    def record_failure(self, request_ns: int) -> None:
+    def record_failure(self, request_ns: int, reason: str = "OTHER") -> None:
+        """A request failed; ``reason`` is one of :data:`FAILURE_REASONS`."""
         self.durations["fail"].add(request_ns)
+        self.failures[reason] += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
 
     def record_queue(self, queue_ns: int, count: int = 1) -> None:
         """Time ``count`` requests waited for an instance or a batch."""
         self.durations["queue"].add(queue_ns, count)
 
-    def record_execution(self, batch_size: int, infer_ns: int, instance: int = 0) -> None:
+    def record_execution(
+        self,
+        batch_size: int,
+        infer_ns: int,
+        instance: int = 0,
+        input_ns: int = 0,
+        output_ns: int = 0,
+    ) -> None:
+        """One backend call of ``batch_size`` rows, split in its three phases.
+
+        Like Triton, each request of the batch counts the whole batch's time.
+        """
         self.execution_count += 1
-        # Backends prepare inputs and outputs inside execute(): that time is in
-        # compute_infer, and compute_input/output count the requests with 0 ns so
-        # their counts agree with compute_infer's as clients expect.
-        self.durations["compute_input"].add(0, batch_size)
-        self.durations["compute_infer"].add(infer_ns, batch_size)
-        self.durations["compute_output"].add(0, batch_size)
-        self.batches.setdefault(batch_size, Duration()).add(infer_ns)
+        durations = self.durations
+        durations["compute_input"].add(input_ns, batch_size)
+        durations["compute_infer"].add(infer_ns, batch_size)
+        durations["compute_output"].add(output_ns, batch_size)
+        batch = self.batches.get(batch_size)
+        if batch is None:
+            batch = self.batches[batch_size] = BatchDurations()
+        batch.add(input_ns, infer_ns, output_ns)
         self.instances[instance] = self.instances.get(instance, 0) + 1
 
     def record_warmup(self, ns: int, runs: int) -> None:
@@ -94,8 +152,12 @@ class ModelStats:
             total.execution_count += part.execution_count
             for key, duration in part.durations.items():
                 total.durations.setdefault(key, Duration()).add(duration.ns, duration.count)
-            for size, duration in part.batches.items():
-                total.batches.setdefault(size, Duration()).add(duration.ns, duration.count)
+            for size, batch in part.batches.items():
+                total.batches.setdefault(size, BatchDurations()).include(batch)
+            for reason, count in part.failures.items():
+                total.failures[reason] = total.failures.get(reason, 0) + count
+            total.pending += part.pending
+            total.load_ns = max(total.load_ns, part.load_ns)  # each worker loads its own copy
             for index, count in part.instances.items():
                 total.instances[index] = total.instances.get(index, 0) + count
             total.warmup.add(part.warmup.ns, part.warmup.count)
@@ -112,13 +174,7 @@ class ModelStats:
             "inference_stats": {k: d.to_json() for k, d in self.durations.items()},
             "response_stats": {},
             "batch_stats": [
-                {
-                    "batch_size": size,
-                    "compute_input": {"count": d.count, "ns": 0},
-                    "compute_infer": d.to_json(),
-                    "compute_output": {"count": d.count, "ns": 0},
-                }
-                for size, d in sorted(self.batches.items())
+                {"batch_size": size, **batch.to_json()} for size, batch in sorted(self.batches.items())
             ],
             "memory_usage": [],
             # Not in Triton's shape (clients ignore unknown keys; gRPC drops it):

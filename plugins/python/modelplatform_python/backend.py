@@ -83,6 +83,7 @@ class PythonBackend(Backend):
 
     async def load(self) -> None:
         self._runner = await self._chosen_runner()
+        self._runner.phases = self.phases  # the runner marks where the model's code runs
         await self._runner.load()
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:

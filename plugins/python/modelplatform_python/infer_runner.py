@@ -20,6 +20,7 @@ import numpy as np
 
 from modelplatform import (
     ExecuteResult,
+    PhaseClock,
     InferenceRequest,
     InferenceResponse,
     ModelConfig,
@@ -46,6 +47,8 @@ class InferRunner:
         self._infer: Infer = self._not_loaded
         #: Whether several requests may share one ``infer`` call (a generator model may not).
         self._joins = config.batching
+        #: The backend's marks of where ``infer`` starts and ends (its own clock until handed one).
+        self.phases = PhaseClock()
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         if len(batch) > 1 and self._joins:
@@ -65,7 +68,7 @@ class InferRunner:
         """One ``infer`` call for the whole batch; None means run them one by one."""
         try:
             inputs, rows = join_inputs(batch)
-            shares = split_outputs(await self._infer(inputs), rows)
+            shares = split_outputs(await self._timed_infer(inputs), rows)
             if shares is None:
                 return None
             return [self._response(r, share) for r, share in zip(batch, shares)]
@@ -78,11 +81,18 @@ class InferRunner:
         self, request: InferenceRequest
     ) -> InferenceResponse | ModelPlatformError:
         try:
-            return self._response(request, await self._infer(request.arrays()))
+            return self._response(request, await self._timed_infer(request.arrays()))
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - user code fails its own request only
             return ModelExecutionError(self.config.name, error)
+
+    async def _timed_infer(self, inputs: dict[str, np.ndarray]) -> Any:
+        """``infer``, marking the compute phases (a batch run one by one: the last request's)."""
+        self.phases.inputs_ready()
+        outputs = await self._infer(inputs)
+        self.phases.outputs_started()
+        return outputs
 
     async def _one_response(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         yield self._response(request, await self._infer(request.arrays()))
