@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import time
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -83,3 +85,18 @@ def wait_all_ready(server: ServerProcess) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(server.log()[-3000:])
+
+
+DASHBOARD = Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "modelplatform.json"
+_METRIC_NAME = re.compile(r"\b((?:nv|modelplatform)_[a-z_]+)\b")
+
+
+def dashboard_queries() -> list[str]:
+    """Every PromQL expression of the committed Grafana dashboard."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+
+
+def metric_names(query: str) -> set[str]:
+    """The sample names a query reads (a histogram's as ``<family>_bucket`` and the like)."""
+    return set(_METRIC_NAME.findall(query))

@@ -18,7 +18,19 @@ from modelplatform_tfserving.protos import services_pb2_grpc as services
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from ...conftest import MODEL_REPOSITORY
-from .scraping import BAD_INPUT, GRPS_BODY, OIP_BODY, TFS_BODY, Samples, call, oip_grpc_infer, scrape, value
+from .scraping import (
+    BAD_INPUT,
+    GRPS_BODY,
+    OIP_BODY,
+    TFS_BODY,
+    Samples,
+    call,
+    dashboard_queries,
+    metric_names,
+    oip_grpc_infer,
+    scrape,
+    value,
+)
 
 SIMPLE = {"model": "simple", "version": "1"}
 PHASES = ("request", "queue", "compute_input", "compute_infer", "compute_output")
@@ -187,3 +199,13 @@ def test_bad_buckets_stop_start_up(config):
     returncode, stderr = _serve_until_it_exits("--model-repository", str(MODEL_REPOSITORY), "--metrics-config", config)
     assert returncode != 0
     assert "histogram_buckets_us" in stderr, stderr
+
+
+def test_every_metric_the_grafana_dashboard_reads_is_in_a_scrape(samples):
+    scraped = {name for name, _ in samples}
+    for query in dashboard_queries():
+        names = metric_names(query)
+        assert names, query
+        # GPU families exist only where NVML finds a GPU.
+        missing = {n for n in names - scraped if not (n.startswith("nv_gpu_") and not any("nv_gpu" in s for s in scraped))}
+        assert not missing, f"{query}: {missing}"
