@@ -78,11 +78,6 @@ def set_latency_buckets(bounds_us: Sequence[int]) -> None:
     _latency_buckets_us = checked_buckets(bounds_us)
 
 
-def latency_buckets() -> tuple[int, ...]:
-    """The latency histogram bounds in force (microseconds)."""
-    return _latency_buckets_us
-
-
 @dataclass(slots=True)
 class Histogram:
     """Counts per bucket (not cumulative; the last is +Inf) and the sum of observations."""
@@ -259,6 +254,9 @@ class ModelStats:
         """
         self.durations["queue"].add(queue_ns, count)
         histogram = self.histograms["queue"]
+        if count == 1:  # what the schedulers call: no loop on the request path
+            histogram.observe(queue_ns // 1000)
+            return
         for _ in range(count):
             histogram.observe(queue_ns // count // 1000)
 
