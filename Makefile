@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer chromium wrk
+.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer chromium wrk prometheus
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
 
-test: $(STAMP) perf-analyzer chromium
+test: $(STAMP) perf-analyzer chromium prometheus
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
 test-gpu: $(STAMP)
@@ -73,6 +73,11 @@ chromium:
 # (perf_analyzer speaks only OIP); idempotent.
 wrk:
 	command -v wrk >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wrk; }
+
+# Prometheus (Debian's package) for the test that scrapes the server and runs the PromQL of
+# Triton's dashboard and autoscaler (tests/e2e/test_prometheus.py); idempotent.
+prometheus:
+	command -v prometheus >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -60,7 +60,7 @@ from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
 from .plugins import hookimpl
 from .settings import Limits, Settings
-from .stats import ModelStats
+from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
 from .validation import element_count
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ __all__ = [
     "CONFIG_TO_DATATYPE",
     "DATATYPES",
     "DATATYPE_TO_CONFIG",
+    "DEFAULT_LATENCY_BUCKETS_US",
     "AlreadyExists",
     "Backend",
     "BodyPolicy",
@@ -130,6 +131,7 @@ __all__ = [
     "VersionInfo",
     "__version__",
     "as_bytes_array",
+    "checked_buckets",
     "datatype_of",
     "decode_bytes",
     "element_count",
@@ -141,5 +143,6 @@ __all__ = [
     "hookimpl",
     "json_error",
     "numpy_dtype",
+    "set_latency_buckets",
     "transport_deadline",
 ]

@@ -102,9 +102,6 @@ class DataPlane:
         #: The shutdown drain (draining.py): readiness turns false at its start, and
         #: the calls below are counted in flight so its end can answer them UNAVAILABLE.
         self.drain = Drain()
-        #: Requests refused before any version took them (unknown model or version), by
-        #: model name; "" holds the names the server does not know. Bounded by the repository.
-        self._refused: dict[str, ModelStats] = {}
 
     def ready(self) -> bool:
         return (
@@ -223,8 +220,9 @@ class DataPlane:
         return [totals[(s.name, s.version)] for s in local]
 
     async def all_statistics(self) -> list[ModelStats]:
-        """What the metrics show: every READY version's counters, plus the refused
-        requests (version ""), summed over every worker, whatever any one of them holds."""
+        """What the metrics show: every READY version's counters, plus each model's own
+        (version "": requests refused before any version took them, loads, unloads),
+        summed over every worker, whatever any one of them holds."""
         totals = {(s.name, s.version): s for s in self.local_statistics(refused=True)}
         if self.siblings is not None:
             for part in await self.siblings.statistics("", "", refused=True):
@@ -245,7 +243,7 @@ class DataPlane:
         if name and not found:
             self._models.get(name)  # raises the same not-found/not-ready error as infer
         if refused and not name:
-            found += self._refused.values()
+            found += self._models.model_counters.values()
         return found
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
@@ -254,7 +252,7 @@ class DataPlane:
         try:
             model = self._models.get(request.model_name, request.model_version)
         except ModelPlatformError:
-            self._count_refused(request.model_name, started)
+            self._count_refused(request.model_name, started, request.protocol)
             raise
         stats = model.stats
         # The hot path: model.request() and Call.failures_counted() spelled out inline,
@@ -270,34 +268,30 @@ class DataPlane:
         except asyncio.CancelledError:
             if not self.drain.ended(task):
                 if stats is not None:  # the client left: Triton's CANCELED, nothing to log
-                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED")
+                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED", request.protocol)
                 raise
             failure = ServerShuttingDown()
-            record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
+            _record_failure(request, stats, started, failure, "CANCELED")
             raise failure from None
         except ModelPlatformError as error:
-            reason = failure_reason(error, scheduled)
-            record_failure(request.model_name, request.model_version, stats, started, error, reason)
+            _record_failure(request, stats, started, error, failure_reason(error, scheduled))
             raise
         except Exception as error:
             failure = ModelExecutionError(request.model_name, error)
-            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
+            _record_failure(request, stats, started, failure, "BACKEND")
             raise failure from error
         finally:
             model.leave()
             self.drain.leave(task)
         rows = request.inputs[0].shape[0] if model.config.batching else 1
-        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
+        stats.record_success(time.perf_counter_ns() - started, 0, rows, request.protocol)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
-    def _count_refused(self, name: str, started: int) -> None:
-        """A request no READY version answered: counted under its model's name when the
-        server knows that name, else under "" (clients must not create label values)."""
-        key = name if name in self._models.names() else ""
-        refused = self._refused.get(key)
-        if refused is None:
-            refused = self._refused[key] = ModelStats(key, "")
-        refused.record_failure(time.perf_counter_ns() - started, "OTHER")
+    def _count_refused(self, name: str, started: int, protocol: str) -> None:
+        """A request no READY version answered: counted in its model's own counters when
+        the server knows that name, else under "" (clients must not create label values)."""
+        counters = self._models.counters_of(name)
+        counters.record_failure(time.perf_counter_ns() - started, "OTHER", protocol)
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Validate, then yield every response of a streaming (generator) model.
@@ -309,7 +303,7 @@ class DataPlane:
         """
         model = self._models.get(request.model_name, request.model_version)
         task = self.drain.enter()
-        call = Call(model, request.model_name, request.model_version)
+        call = Call(model, request.model_name, request.model_version, request.protocol)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 validate_request(request, model.config)
@@ -323,9 +317,17 @@ class DataPlane:
             self.drain.leave(task)
 
     async def call_raw(
-        self, name: str, version: str, body: bytes, headers: Mapping[str, str]
+        self,
+        name: str,
+        version: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        protocol: str = "other",
     ) -> RawResponse:
         """Hand a request in the model's own wire format to an instance (custom routes).
+
+        ``protocol`` names the dialect for the per-protocol metrics, as
+        :attr:`InferenceRequest.protocol` does.
 
         Counted like :meth:`infer`: in flight until answered (a streamed body:
         until its chunks end or it is closed, so close it), then as a success
@@ -333,7 +335,7 @@ class DataPlane:
         """
         model = self._models.get(name, version)
         task = self.drain.enter()
-        call = Call(model, name, version)
+        call = Call(model, name, version, protocol)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 raw = await call.instance.handle_raw(body, headers)
@@ -374,6 +376,14 @@ def _finish(
                 selected.append(tensor)
         response.outputs = selected
     return response
+
+
+def _record_failure(
+    request: InferenceRequest, stats: ModelStats | None, started: int, error: ModelPlatformError,
+    reason: str,
+) -> None:
+    name, version, protocol = request.model_name, request.model_version, request.protocol
+    record_failure(name, version, stats, started, error, reason, protocol)
 
 
 def _info(version: ModelVersion) -> VersionInfo:

@@ -9,7 +9,7 @@ plain data here and this module prints them the way Triton does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: The content type Prometheus expects for the text format.
@@ -18,15 +18,31 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 @dataclass(slots=True)
 class Family:
-    """One metric family: a name, a type (counter or gauge), a help line, and its samples."""
+    """One metric family: a name, a type (counter, gauge or histogram), a help line, and its
+    samples as (suffix of the family's name, labels, value)."""
 
     name: str
     kind: str
     help: str
-    samples: list[tuple[Mapping[str, str], float]] = field(default_factory=list)
+    samples: list[tuple[str, Mapping[str, str], float]] = field(default_factory=list)
 
     def add(self, labels: Mapping[str, str], value: float) -> None:
-        self.samples.append((labels, value))
+        self.samples.append(("", labels, value))
+
+    def add_histogram(
+        self,
+        labels: Mapping[str, str],
+        bounds: Sequence[float],
+        cumulative: Sequence[int],
+        total: float,
+    ) -> None:
+        """One histogram: a ``_bucket`` per bound and +Inf (``cumulative`` has one more
+        value than ``bounds``), then ``_sum`` and ``_count``."""
+        for bound, count in zip(bounds, cumulative):
+            self.samples.append(("_bucket", {**labels, "le": _number(bound)}, count))
+        self.samples.append(("_bucket", {**labels, "le": "+Inf"}, cumulative[-1]))
+        self.samples.append(("_sum", labels, total))
+        self.samples.append(("_count", labels, cumulative[-1]))
 
 
 def render(families: Iterable[Family]) -> bytes:
@@ -37,7 +53,10 @@ def render(families: Iterable[Family]) -> bytes:
             continue
         lines.append(f"# HELP {family.name} {_escape_help(family.help)}")
         lines.append(f"# TYPE {family.name} {family.kind}")
-        lines.extend(f"{family.name}{_labels(labels)} {_number(value)}" for labels, value in family.samples)
+        lines.extend(
+            f"{family.name}{suffix}{_labels(labels)} {_number(value)}"
+            for suffix, labels, value in family.samples
+        )
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 

@@ -2,8 +2,9 @@
 
 Every family is labelled ``model`` and ``version`` (the failure family also
 ``reason``). Requests refused before any version took them (unknown model
-or version) have version "" and appear in ``nv_inference_request_failure``
-only; names the server does not know are counted under model "".
+or version) are in the model's own counters (version "") and appear in
+``nv_inference_request_failure`` only, once there is one; names the server
+does not know are counted under model "".
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ def inference_families(stats: Sequence[ModelStats], counter_latencies: bool = Tr
     durations = [Family(name, "counter", text) for name, text, _ in _DURATIONS]
     for entry in sorted(stats, key=lambda s: (s.name, s.version)):
         labels = {"model": entry.name, "version": entry.version}
-        for reason, value in entry.failures.items():
-            failure.add({**labels, "reason": reason}, value)
-        if not entry.version:  # refused before a version: failures only
+        if not entry.version:  # the model's own counters: refused requests, if any
+            _add_failures(failure, labels, entry, only_if_any=True)
             continue
+        _add_failures(failure, labels, entry)
         success.add(labels, entry.durations["success"].count)
         count.add(labels, entry.inference_count)
         executions.add(labels, entry.execution_count)
@@ -48,3 +49,12 @@ def inference_families(stats: Sequence[ModelStats], counter_latencies: bool = Tr
             family.add(labels, entry.durations[key].ns // 1000)
     latencies = durations if counter_latencies else []
     return [success, failure, count, executions, *latencies, pending, load]
+
+
+def _add_failures(
+    family: Family, labels: dict[str, str], entry: ModelStats, only_if_any: bool = False
+) -> None:
+    if only_if_any and not any(entry.failures.values()):
+        return
+    for reason, value in entry.failures.items():
+        family.add({**labels, "reason": reason}, value)

@@ -11,6 +11,7 @@ from .routes import DIALECT, PATH, error_status, metrics_routes, service_of
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     options = MetricsOptions.from_settings(settings)  # a bad --metrics-config stops start-up here
+    options.apply_buckets()  # before any model loads: their histograms take these bounds
     if not options.allowed:
         return []
     return [HttpDialect(DIALECT, metrics_routes, error_status, path_prefix=PATH)]

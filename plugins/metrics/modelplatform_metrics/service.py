@@ -8,10 +8,12 @@ import contextlib
 
 import structlog
 
-from modelplatform import DataPlane
+from modelplatform import DataPlane, ModelStats
 
-from .exposition import render
+from .distributions import batch_sizes, latency_histograms, protocol_families
+from .exposition import Family, render
 from .families import inference_families
+from .lifecycle import operation_counters, state_gauge
 from .options import MetricsOptions
 from .port import MetricsPort
 from .system import SystemSampler
@@ -34,8 +36,19 @@ class MetricsService:
     async def scrape(self) -> bytes:
         """The exposition text: every worker's counters summed, this process's samples."""
         stats = await self._dataplane.all_statistics()
-        families = inference_families(stats, self.options.counter_latencies)
-        return render([*families, *self._sampler.families()])
+        return render([*self._families(stats), *self._sampler.families()])
+
+    def _families(self, stats: list[ModelStats]) -> list[Family]:
+        options = self.options
+        histograms = options.histogram_latencies
+        return [
+            *inference_families(stats, options.counter_latencies),
+            *(latency_histograms(stats) if histograms else []),
+            *protocol_families(stats, with_durations=histograms),
+            batch_sizes(stats),
+            state_gauge(self._dataplane.index()),
+            *operation_counters(stats),
+        ]
 
     async def start(self) -> None:
         await asyncio.to_thread(self._sampler.start)
