@@ -88,7 +88,32 @@ def parse_json(data: Mapping[str, Any] | str | bytes) -> pb.ModelConfig:
             json_format.ParseDict(data, proto, ignore_unknown_fields=True)
     except json_format.ParseError as error:
         raise InvalidArgument(f"invalid model configuration JSON: {error}") from None
+    _refuse_unknown_enums(proto, "")
     return proto
+
+
+def _refuse_unknown_enums(message: Any, where: str) -> None:
+    """Proto3 enums keep any number a client sends (``"kind": -1``); no later code can name it."""
+    for field, value in message.ListFields():
+        path = f"{where}{field.name}"
+        if field.type == field.TYPE_ENUM:
+            numbers = field.enum_type.values_by_number
+            for number in value if _repeated(field) else (value,):
+                if number not in numbers:
+                    raise InvalidArgument(f"invalid model configuration JSON: '{path}' has no value {number}")
+        elif field.type == field.TYPE_MESSAGE:
+            for item in _submessages(field, value):
+                _refuse_unknown_enums(item, path + ".")
+
+
+def _repeated(field: Any) -> bool:
+    return field.label == field.LABEL_REPEATED
+
+
+def _submessages(field: Any, value: Any) -> list[Any]:
+    if field.message_type.GetOptions().map_entry:
+        return [v for v in value.values() if hasattr(v, "ListFields")]
+    return list(value) if _repeated(field) else [value]
 
 
 def load_file(model_dir: Path) -> pb.ModelConfig:

@@ -29,7 +29,21 @@ def element_count(shape: Sequence[int], limit: int, name: str = "") -> int:
         if count > limit:
             at_least = any(d != 1 for d in shape[index + 1 :])
             raise LimitExceeded(f"{what}element count of shape {list(shape)}", count, limit, at_least)
+    if count == 0:  # no elements, yet no array can have a dimension of 2**70
+        _check_dimensions(shape, limit, what)
     return count
+
+
+def _check_dimensions(shape: Sequence[int], limit: int, what: str) -> None:
+    for index, dim in enumerate(shape):
+        if dim > limit:
+            raise LimitExceeded(f"{what}dimension {index} of shape {_shown(shape)}", dim, limit)
+
+
+def _shown(shape: Sequence[int]) -> str:
+    """A client's shape for a message, cut short: it may hold thousands of dimensions."""
+    text = str(list(shape))
+    return text if len(text) <= 200 else text[:200] + "...]"
 
 
 def validate_request(request: InferenceRequest, config: ModelConfig) -> None:

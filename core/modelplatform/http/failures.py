@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 import structlog
 
 from ..declarations import HttpDialect, HttpReply, json_error
-from ..errors import ModelPlatformError
+from ..errors import ModelPlatformError, PayloadTooLarge
 
 log = structlog.get_logger("modelplatform.http")
 
@@ -25,7 +25,9 @@ def route_failure(dialect: HttpDialect, error: Exception, path: str, params: Map
             log.info("request_failed", model=params.get("model", ""), path=path,
                      code=error.code.value, error=error.message)  # fmt: skip
             error.logged = True
-        return dialect.render_error(error.message, dialect.error_status(error))
+        # A body over its limit is HTTP's 413 in every dialect, whatever else RESOURCE_EXHAUSTED maps to.
+        status = 413 if isinstance(error, PayloadTooLarge) else dialect.error_status(error)
+        return dialect.render_error(error.message, status)
     log.error("request_failed", path=path, error=type(error).__name__)
     return dialect.render_error(f"internal error: {type(error).__name__}", 500)
 

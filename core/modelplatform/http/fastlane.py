@@ -32,6 +32,7 @@ import structlog
 
 from ..declarations import HttpReply, HttpRequest
 from ..draining import Drain
+from .encoding import call_route
 from .failures import route_failure
 from .replies import close_stream
 from .routing import Match, Router
@@ -79,12 +80,14 @@ class LaneRoutes:
     body_limit: int
     starts: tuple[bytes, ...]
     timeouts: HttpTimeouts
+    #: What a compressed body may inflate to (a route's own limit may be lower).
+    max_request_bytes: int
 
     @classmethod
     def of(cls, router: Router, max_request_bytes: int, timeouts: HttpTimeouts) -> LaneRoutes:
         methods = sorted({m for route in router.routes() if route.hot for m in route.methods})
         starts = tuple(method.encode() + b" " for method in methods)
-        return cls(router, min(FAST_BODY_LIMIT, max_request_bytes), starts, timeouts)
+        return cls(router, min(FAST_BODY_LIMIT, max_request_bytes), starts, timeouts, max_request_bytes)
 
     def limit(self, match: Match) -> int:
         route_limit = match.route.max_body_bytes
@@ -282,7 +285,8 @@ class FastLaneProtocol(SanicSeam):
     async def _answer(self, taken: _Request) -> None:
         match, request = taken.match, taken.request
         try:
-            reply = await within_response_timeout(match.route.handler(request), self._routes.timeouts)
+            routed = call_route(match.route, request, self._routes.max_request_bytes)
+            reply = await within_response_timeout(routed, self._routes.timeouts)
         except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
             reply = route_failure(match.dialect, error, request.path, request.params)
         keep_alive = not self._drain.closing

@@ -17,6 +17,7 @@ from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
 from ..declarations import BodyPolicy, HttpReply, HttpRequest
+from .encoding import body_limit, call_route
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
 from .replies import send_reply
@@ -95,7 +96,8 @@ class Dispatcher:
             return await send_reply(request, self._miss(request.method, request.path))
         try:
             neutral = await _neutral(request, match, self.max_request_bytes, self.timeouts)
-            reply = await within_response_timeout(match.route.handler(neutral), self.timeouts)
+            routed = call_route(match.route, neutral, self.max_request_bytes)
+            reply = await within_response_timeout(routed, self.timeouts)
         except RequestTimeout as error:  # the client stalled its body: answer, then hang up
             close_after_reply(request)
             reply = match.dialect.render_error(str(error), error.status_code)
@@ -136,8 +138,7 @@ async def _neutral(request: Request, match: Match, max_request_bytes: int, timeo
     body: Any = b""
     chunks = None
     if has_request_body(request):
-        limit = route.max_body_bytes
-        limit_request_body(request, max_request_bytes if limit is None else min(limit, max_request_bytes))
+        limit_request_body(request, body_limit(route, max_request_bytes))
         stream = _TimedStream(request, timeouts.request_s)
         if route.body is BodyPolicy.STREAMED:
             chunks = _rest(stream)

@@ -64,7 +64,7 @@ def _input(item: Any, limits: Limits, read_binary: BinaryReader | None) -> Tenso
         raise InvalidArgument("each input must be a JSON object")
     name = _string(item.get("name"), "input name")
     datatype = item.get("datatype")
-    if datatype not in DATATYPES:
+    if not isinstance(datatype, str) or datatype not in DATATYPES:  # a list is unhashable
         raise InvalidArgument(f"input '{name}': unknown datatype {datatype!r}")
     shape = item.get("shape")
     if not isinstance(shape, list) or not all(_is_int(d) for d in shape):

@@ -23,7 +23,6 @@ from modelplatform import (
     json_error,
 )
 
-from .body import compress, decoded_body, response_encoding
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 
@@ -61,7 +60,6 @@ class OipRoutes:
     def __init__(self, context: ServerContext) -> None:
         self.dataplane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
-        self.max_body = context.settings.max_request_bytes
         binary = context.codecs.get(DIALECT, BINARY_CODEC)
         self.binary: RestCodec | None = binary if isinstance(binary, RestCodec) else None
 
@@ -94,8 +92,10 @@ class OipRoutes:
         return HttpReply(200, encoded.body, encoded.content_type, encoded.headers)
 
     async def answer(self, headers: Mapping[str, str], body: Any, model: str, version: str) -> EncodedResponse:
-        """Decode, infer, encode: the body is one bytes object, or parts when large and uncompressed."""
-        body = decoded_body(body, headers.get("content-encoding"), self.max_body)
+        """Decode, infer, encode: the body is one bytes object, or parts when large.
+
+        The core has already undone a Content-Encoding and compresses the answer on Accept-Encoding.
+        """
         try:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
         except InvalidArgument as error:
@@ -105,12 +105,7 @@ class OipRoutes:
             encoded = self.binary.encode(response, inference)
         else:
             encoded = encode_json(response)
-        accept = headers.get("accept-encoding")
-        encoding = response_encoding(accept) if accept else None
         kind, extra = encoded.content_type, encoded.headers
-        if encoding is not None:
-            compressed = compress(encoded.joined(), encoding)
-            return EncodedResponse(compressed, kind, {**extra, "Content-Encoding": encoding})
         if encoded.size >= STREAM_FROM_BYTES:  # written part by part, never joined
             parts = encoded.body if isinstance(encoded.body, list) else [encoded.body]
             return EncodedResponse(parts, kind, extra)

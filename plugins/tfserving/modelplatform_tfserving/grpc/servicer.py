@@ -58,7 +58,7 @@ class PredictionServicer(services.PredictionServiceServicer):
         types = {a.alias: a.spec.datatype for a in target.signature.inputs}
         inputs = {}
         for position, (alias, proto) in enumerate(request.inputs.items()):
-            datatype, array = to_array(proto, self.service.limits)
+            datatype, array = to_array(proto, self.service.limits, alias)
             if alias in types and datatype != types[alias]:
                 raise InvalidArgument(
                     f"Expects arg[{position}] to be {types[alias]} but {datatype} is provided"

@@ -45,10 +45,10 @@ FROM_DT: dict[int, tuple[str, str]] = {
 TO_DT: dict[str, int] = {datatype: dt for dt, (datatype, _) in FROM_DT.items()}
 
 
-def to_array(proto: Any, limits: Limits) -> tuple[str, np.ndarray]:
-    """The platform datatype and array of a TensorProto."""
+def to_array(proto: Any, limits: Limits, alias: str = "") -> tuple[str, np.ndarray]:
+    """The platform datatype and array of a TensorProto (``alias`` names it in errors)."""
     if proto.dtype not in FROM_DT:
-        raise Unsupported(f"tensor dtype {tf.DataType.Name(proto.dtype)} is not supported")
+        raise _dtype_error(proto.dtype, alias)
     datatype, field = FROM_DT[proto.dtype]
     if proto.tensor_shape.unknown_rank:
         raise InvalidArgument("tensor_shape has unknown rank")
@@ -62,6 +62,14 @@ def to_array(proto: Any, limits: Limits) -> tuple[str, np.ndarray]:
     if datatype == "BYTES":
         return datatype, _strings(values, count, limits).reshape(shape)
     return datatype, _typed(values, datatype, count).reshape(shape)
+
+
+def _dtype_error(dtype: int, alias: str) -> InvalidArgument | Unsupported:
+    """DT_INVALID or a number no DataType has: TensorFlow cannot parse the tensor (INVALID_ARGUMENT,
+    TF Serving's words); a real TensorFlow type we do not serve is UNIMPLEMENTED."""
+    if dtype == tf.DT_INVALID or dtype not in tf.DataType.values():
+        return InvalidArgument(f"tensor parsing error: {alias}")
+    return Unsupported(f"tensor dtype {tf.DataType.Name(dtype)} is not supported")
 
 
 def _typed(values: Any, datatype: str, count: int) -> np.ndarray:
