@@ -121,7 +121,11 @@ def load_file(model_dir: Path) -> pb.ModelConfig:
     path = model_dir / CONFIG_FILE
     if not path.is_file():
         return pb.ModelConfig(name=model_dir.name)
-    proto = parse_text(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:  # protobuf's text format is UTF-8
+        raise InvalidArgument(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    proto = parse_text(text, str(path))
     if proto.name and proto.name != model_dir.name:
         raise InvalidArgument(
             f"{path}: name '{proto.name}' does not match its folder '{model_dir.name}'"
