@@ -122,8 +122,10 @@ class _CallDetails(grpc.HandlerCallDetails):
 class FuzzServer:
     """One composed server: models loaded, routes and gRPC handlers resolved, no port open."""
 
-    def __init__(self, **settings: Any) -> None:
-        _quiet()
+    def __init__(self, quiet: bool = True, **settings: Any) -> None:
+        """``quiet`` silences logging process-wide (a fuzzing process; not inside a test run)."""
+        if quiet:
+            _quiet()
         overrides = {
             "model_repository": REPOSITORY,
             "load_models": MODELS,

@@ -29,7 +29,7 @@ BOUNDED_SECONDS = 3
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FuzzServer]:
-    running = FuzzServer()
+    running = FuzzServer(quiet=False)  # logging stays as the other tests expect it
     yield running
     running.close()
 
