@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench protos lint clean venv perf-analyzer chromium wrk prometheus
+.PHONY: serve test test-gpu bench fuzz protos lint clean venv perf-analyzer chromium wrk prometheus
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
@@ -20,6 +20,16 @@ test-gpu: $(STAMP)
 
 bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# Fuzzes every request decoder through the real request path (fuzz/, docs/reliability.md):
+# FUZZ_SECONDS per target, FUZZ_TARGETS=a,b to choose (default: all), FUZZ_INPUTS=N to stop at N inputs.
+# atheris (coverage-guided) when it installs, else hypothesis-driven random mutation (said so when run).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+FUZZ_INPUTS  ?= 0
+fuzz: $(STAMP)
+	$(BIN)/python -m pip install -q -r requirements/fuzz.txt || echo "fuzz: atheris did not install; falling back to hypothesis-driven random mutation"
+	$(BIN)/python -m fuzz --seconds $(FUZZ_SECONDS) --targets "$(FUZZ_TARGETS)" --inputs $(FUZZ_INPUTS)
 
 # Regenerates the committed protobuf code; when it is stale these fail:
 # tests/core/test_protos_stale.py, tests/plugins/oip/test_protos_stale.py,
