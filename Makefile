@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench soak protos lint clean venv perf-analyzer chromium wrk
+.PHONY: serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
 
-test: $(STAMP) perf-analyzer chromium
+test: $(STAMP) perf-analyzer chromium prometheus
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
 test-gpu: $(STAMP)
@@ -26,6 +26,16 @@ bench: $(STAMP) perf-analyzer wrk
 MINUTES ?= 5
 soak: $(STAMP)
 	PYTHONPATH=benchmarks$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m soak --minutes $(MINUTES) $(SOAK_ARGS)
+
+# Fuzzes every request decoder through the real request path (fuzz/, docs/reliability.md):
+# FUZZ_SECONDS per target, FUZZ_TARGETS=a,b to choose (default: all), FUZZ_INPUTS=N to stop at N inputs.
+# atheris (coverage-guided) when it installs, else hypothesis-driven random mutation (said so when run).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+FUZZ_INPUTS  ?= 0
+fuzz: $(STAMP)
+	$(BIN)/python -m pip install -q -r requirements/fuzz.txt || echo "fuzz: atheris did not install; falling back to hypothesis-driven random mutation"
+	$(BIN)/python -m fuzz --seconds $(FUZZ_SECONDS) --targets "$(FUZZ_TARGETS)" --inputs $(FUZZ_INPUTS)
 
 # Regenerates the committed protobuf code; when it is stale these fail:
 # tests/core/test_protos_stale.py, tests/plugins/oip/test_protos_stale.py,
@@ -79,6 +89,11 @@ chromium:
 # (perf_analyzer speaks only OIP); idempotent.
 wrk:
 	command -v wrk >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wrk; }
+
+# Prometheus (Debian's package) for the test that scrapes the server and runs the PromQL of
+# Triton's dashboard and autoscaler (tests/e2e/test_prometheus.py); idempotent.
+prometheus:
+	command -v prometheus >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache

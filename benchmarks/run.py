@@ -15,9 +15,16 @@ then each dialect, back to back); a dialect row's "of oip wrk" is the median
 of its per-round ratios to the OIP row. Choosing any of them measures the
 OIP row too, as their reference.
 
+The "metrics" rows measure `simple` HTTP JSON c8 against the benchmarked
+server (metrics on, scraped every second as Prometheus would, only faster)
+and against a second server started with `--no-allow-metrics`, alternating
+in the same run; "metrics on" shows its median ratio to "metrics off"
+(the cost of the metrics is 1 minus that ratio).
+
     make bench                      # everything (about 5 minutes)
     make bench BENCH_ARGS="--only simple"
     make bench BENCH_ARGS="--only wrk --repeat 3"
+    make bench BENCH_ARGS="--only metrics --repeat 5"
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +184,7 @@ def main() -> None:
     args = parser.parse_args()
     chosen = [s for s in scenarios() if args.only in s.label]
     rest = rest_dialects.chosen(args.only)
+    metrics_cost = args.only in METRICS_SCENARIO.label + " metrics"
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -191,6 +200,8 @@ def main() -> None:
                 results.append(median_row(rows))
             if rest:
                 results += measure_rest_rows(rest, server, canned["http"], max(1, args.repeat))
+            if metrics_cost:
+                results += measure_metrics_cost(server, repository, args.server_args, max(1, args.repeat))
         finally:
             for server_process in canned.values():
                 server_process.stop()
@@ -242,6 +253,49 @@ def measure_rest_round(
                      "of_reference": rate / ours if ours else 0.0})
         print_row(rows[-1])
     return rows
+
+
+METRICS_SCENARIO = Scenario("simple http-json c8", "simple", "http-json", 8)
+
+
+def measure_metrics_cost(server: ServerProcess, repository: Path, server_args: str, repeat: int) -> list[dict]:
+    """Metrics on (``server``, scraped every second) and off (a second server), alternating."""
+    off_args = ("--model-repository", str(repository), "--no-allow-metrics", *server_args.split())
+    pairs = []
+    with ServerProcess(*off_args) as quiet, Scraper(server.metrics_port):
+        for _ in range(repeat):
+            off = measure(METRICS_SCENARIO, quiet.http_url, quiet.grpc_url)
+            on = measure(METRICS_SCENARIO, server.http_url, server.grpc_url)
+            print(f"measured metrics on {on:.1f}/s, off {off:.1f}/s", file=sys.stderr, flush=True)
+            pairs.append((on, off))
+    label = METRICS_SCENARIO.label
+    off_row = {"scenario": f"{label} metrics off", "ours": _median([o for _, o in pairs]),
+               "ceiling": None, "of_reference": 1.0, "runs": repeat}
+    on_row = {"scenario": f"{label} metrics on", "ours": _median([o for o, _ in pairs]), "ceiling": None,
+              "of_reference": _median([on / off if off else 0.0 for on, off in pairs]), "runs": repeat}
+    return [off_row, on_row]
+
+
+class Scraper:
+    """Scrapes the metrics port every second while the "metrics on" rows are measured."""
+
+    def __init__(self, port: int) -> None:
+        self._url = f"http://127.0.0.1:{port}/metrics"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Scraper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            with urllib.request.urlopen(self._url, timeout=10) as reply:
+                reply.read()
 
 
 def median_rest_row(rows: list[dict]) -> dict:

@@ -15,7 +15,7 @@ helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .backend import Backend, ExecuteResult, RawResponse
+from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
 from .codecs import Codec
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
@@ -60,6 +60,7 @@ from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
 from .plugins import hookimpl
 from .settings import Limits, Settings
+from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
 from .validation import element_count
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ __all__ = [
     "CONFIG_TO_DATATYPE",
     "DATATYPES",
     "DATATYPE_TO_CONFIG",
+    "DEFAULT_LATENCY_BUCKETS_US",
     "AlreadyExists",
     "Backend",
     "BodyPolicy",
@@ -109,9 +111,11 @@ __all__ = [
     "ModelNotFound",
     "ModelNotReady",
     "ModelPlatformError",
+    "ModelStats",
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
+    "PhaseClock",
     "PluginError",
     "QueueFull",
     "RawResponse",
@@ -127,6 +131,7 @@ __all__ = [
     "VersionInfo",
     "__version__",
     "as_bytes_array",
+    "checked_buckets",
     "datatype_of",
     "decode_bytes",
     "element_count",
@@ -138,5 +143,6 @@ __all__ = [
     "hookimpl",
     "json_error",
     "numpy_dtype",
+    "set_latency_buckets",
     "transport_deadline",
 ]

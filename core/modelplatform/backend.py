@@ -10,6 +10,7 @@ plugin imports on a machine without the library or a GPU.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,40 @@ class RawResponse:
     status: int = 200
 
 
+class PhaseClock:
+    """Where a backend's ``execute`` stops preparing inputs and starts producing outputs.
+
+    The scheduler times the whole call; a backend that calls
+    :meth:`inputs_ready` (inputs converted for the framework, about to run it)
+    and :meth:`outputs_started` (the framework returned, outputs still to be
+    converted) splits that time into Triton's compute_input, compute_infer and
+    compute_output. Without the marks the whole call is compute_infer. One
+    execute runs at a time per instance, so one clock per instance is enough.
+    """
+
+    __slots__ = ("inputs_ready_ns", "outputs_started_ns")
+
+    def __init__(self) -> None:
+        self.inputs_ready_ns = 0
+        self.outputs_started_ns = 0
+
+    def inputs_ready(self) -> None:
+        self.inputs_ready_ns = time.perf_counter_ns()
+
+    def outputs_started(self) -> None:
+        self.outputs_started_ns = time.perf_counter_ns()
+
+    def split(self, started_ns: int, ended_ns: int) -> tuple[int, int, int]:
+        """(input, infer, output) ns of a call from ``started_ns`` to ``ended_ns``; clears the marks."""
+        ready, returned = self.inputs_ready_ns, self.outputs_started_ns
+        self.inputs_ready_ns = self.outputs_started_ns = 0
+        if not started_ns <= ready <= ended_ns:
+            ready = started_ns  # no mark (or one left from another call): no input phase
+        if not ready <= returned <= ended_ns:
+            returned = ended_ns
+        return ready - started_ns, returned - ready, ended_ns - returned
+
+
 class Backend(ABC):
     """Runs one model version. Subclass it, set ``kind``, implement the coroutines.
 
@@ -51,6 +86,8 @@ class Backend(ABC):
         self.config = config
         self.version_dir = version_dir
         self.instance_index = instance_index
+        #: Marks ``execute`` may set to split its time (see :class:`PhaseClock`).
+        self.phases = PhaseClock()
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

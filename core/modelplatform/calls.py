@@ -17,7 +17,17 @@ from typing import Final
 import structlog
 
 from .backend import Backend
-from .errors import ModelExecutionError, ModelNotFound, ModelPlatformError
+from .draining import ServerShuttingDown
+from .errors import (
+    Cancelled,
+    DeadlineExceeded,
+    ModelExecutionError,
+    ModelNotFound,
+    ModelPlatformError,
+    QueueFull,
+    RequestTimedOut,
+    Unavailable,
+)
 from .models import ModelVersion
 from .stats import ModelStats
 
@@ -28,9 +38,10 @@ _END: Final = object()
 class Call:
     """One stream or raw call on one instance, counted in flight from creation."""
 
-    def __init__(self, model: ModelVersion, name: str, version: str) -> None:
+    def __init__(self, model: ModelVersion, name: str, version: str, protocol: str = "other") -> None:
         self.model = model
         self.name, self.version = name, version
+        self.protocol = protocol
         self.index, self.instance = _pick(model)
         self.started = time.perf_counter_ns()
         self.open = True
@@ -39,7 +50,7 @@ class Call:
     def succeeded(self, rows: int = 1) -> None:
         if self.open and self.model.stats is not None:
             elapsed = time.perf_counter_ns() - self.started
-            self.model.stats.record_success(elapsed, 0, rows)
+            self.model.stats.record_success(elapsed, 0, rows, self.protocol)
             self.model.stats.record_execution(rows, elapsed, self.index)
         self.release()
 
@@ -64,7 +75,9 @@ class Call:
 
     def _fail(self, error: ModelPlatformError) -> None:
         if self.open:
-            record_failure(self.name, self.version, self.model.stats, self.started, error)
+            reason = failure_reason(error, in_backend=True)
+            stats, started = self.model.stats, self.started
+            record_failure(self.name, self.version, stats, started, error, reason, self.protocol)
         self.release()
 
 
@@ -103,12 +116,34 @@ class CountedChunks:
         self._call.release()
 
 
+def failure_reason(error: ModelPlatformError, in_backend: bool) -> str:
+    """Triton's failure reason for ``error``; ``in_backend``: raised once scheduling began.
+
+    Refused by the scheduler (queue full, deadline passed while waiting, the
+    version unloading) is REJECTED; the client or the drain ending the call is
+    CANCELED; anything else after scheduling began is BACKEND, before it OTHER.
+    """
+    if isinstance(error, (Cancelled, ServerShuttingDown)):
+        return "CANCELED"
+    if isinstance(error, (QueueFull, RequestTimedOut, DeadlineExceeded)):
+        return "REJECTED"
+    if not in_backend:
+        return "OTHER"
+    return "REJECTED" if isinstance(error, Unavailable) else "BACKEND"
+
+
 def record_failure(
-    name: str, version: str, stats: ModelStats | None, started: int, error: ModelPlatformError
+    name: str,
+    version: str,
+    stats: ModelStats | None,
+    started: int,
+    error: ModelPlatformError,
+    reason: str = "OTHER",
+    protocol: str = "other",
 ) -> None:
     """Count a failed call and log it once (edges see ``error.logged`` and stay quiet)."""
     if stats is not None:
-        stats.record_failure(time.perf_counter_ns() - started)
+        stats.record_failure(time.perf_counter_ns() - started, reason, protocol)
     # Messages name tensors and shapes, never their contents.
     log.info(
         "request_failed", model=name, version=version, code=error.code.value, error=error.message

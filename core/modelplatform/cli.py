@@ -169,6 +169,40 @@ def serve(
             rich_help_panel=NETWORK,
         ),
     ] = None,
+    allow_metrics: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--allow-metrics/--no-allow-metrics",
+            help="Serve Prometheus metrics on the metrics port and at /metrics (default on).",
+            rich_help_panel=OBSERVABILITY,
+        ),
+    ] = None,
+    metrics_port: Annotated[
+        Optional[int],
+        typer.Option(help="Metrics port (default 8002).", rich_help_panel=OBSERVABILITY),
+    ] = None,
+    metrics_address: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Address of the metrics port (default: the HTTP address).",
+            rich_help_panel=OBSERVABILITY,
+        ),
+    ] = None,
+    metrics_interval_ms: Annotated[
+        Optional[int],
+        typer.Option(
+            help="How often CPU, memory and GPU gauges are sampled (default 2000).",
+            rich_help_panel=OBSERVABILITY,
+        ),
+    ] = None,
+    metrics_config: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="<key=value>",
+            help="Metrics option, e.g. counter_latencies=false (repeatable).",
+            rich_help_panel=OBSERVABILITY,
+        ),
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -196,6 +230,11 @@ def serve(
         "workers": workers,
         "drain_delay_secs": drain_delay_secs,
         "exit_timeout_secs": exit_timeout_secs,
+        "allow_metrics": allow_metrics,
+        "metrics_port": metrics_port,
+        "metrics_address": metrics_address,
+        "metrics_interval_ms": metrics_interval_ms,
+        "metrics_config": metrics_config or None,
     }
     settings = _settings(config, overrides)
     _require_repository(settings, model_repository)

@@ -62,17 +62,27 @@ def _ints_as_numbers(value: Any, key: str = "") -> Any:
     return value
 
 
+#: Instances one model version may ask for, all groups together (a load runs every one).
+MAX_INSTANCES = 1024
+
+
 def parse_text(text: str, source: str = CONFIG_FILE) -> pb.ModelConfig:
     """Parse config.pbtxt text; unknown Triton fields are warned about and skipped."""
+    proto = _parsed_text(text, source)
+    _refuse_unknown_enums(proto, "", source)  # the text format takes enum numbers too (data_type: 32)
+    return proto
+
+
+def _parsed_text(text: str, source: str) -> pb.ModelConfig:
     proto = pb.ModelConfig()
     try:
         text_format.Parse(text, proto)
         return proto
-    except text_format.ParseError as strict_error:
+    except (text_format.ParseError, ValueError) as strict_error:  # ValueError: a number out of range
         proto = pb.ModelConfig()
         try:
             text_format.Parse(text, proto, allow_unknown_field=True)
-        except text_format.ParseError as error:
+        except (text_format.ParseError, ValueError) as error:
             raise InvalidArgument(f"{source}: {error}") from None
         log.warning("config_fields_skipped", source=source, detail=str(strict_error))
         return proto
@@ -92,7 +102,7 @@ def parse_json(data: Mapping[str, Any] | str | bytes) -> pb.ModelConfig:
     return proto
 
 
-def _refuse_unknown_enums(message: Any, where: str) -> None:
+def _refuse_unknown_enums(message: Any, where: str, source: str = "invalid model configuration JSON") -> None:
     """Proto3 enums keep any number a client sends (``"kind": -1``); no later code can name it."""
     for field, value in message.ListFields():
         path = f"{where}{field.name}"
@@ -100,14 +110,14 @@ def _refuse_unknown_enums(message: Any, where: str) -> None:
             numbers = field.enum_type.values_by_number
             for number in value if _repeated(field) else (value,):
                 if number not in numbers:
-                    raise InvalidArgument(f"invalid model configuration JSON: '{path}' has no value {number}")
+                    raise InvalidArgument(f"{source}: '{path}' has no value {number}")
         elif field.type == field.TYPE_MESSAGE:
             for item in _submessages(field, value):
-                _refuse_unknown_enums(item, path + ".")
+                _refuse_unknown_enums(item, path + ".", source)
 
 
 def _repeated(field: Any) -> bool:
-    return field.label == field.LABEL_REPEATED
+    return bool(field.is_repeated)  # protobuf 6 deprecates ``label``
 
 
 def _submessages(field: Any, value: Any) -> list[Any]:
@@ -121,7 +131,11 @@ def load_file(model_dir: Path) -> pb.ModelConfig:
     path = model_dir / CONFIG_FILE
     if not path.is_file():
         return pb.ModelConfig(name=model_dir.name)
-    proto = parse_text(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:  # protobuf's text format is UTF-8
+        raise InvalidArgument(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    proto = parse_text(text, str(path))
     if proto.name and proto.name != model_dir.name:
         raise InvalidArgument(
             f"{path}: name '{proto.name}' does not match its folder '{model_dir.name}'"
@@ -171,6 +185,11 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
     if proto.max_batch_size < 0:
         raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
     groups = tuple(_instance_group(group) for group in proto.instance_group)
+    instances = sum(group.count for group in groups)
+    if instances > MAX_INSTANCES:  # each one is loaded before the model answers: 10^6 would hang the load
+        raise InvalidArgument(
+            f"model '{proto.name}': instance_group asks for {instances} instances, over the limit of {MAX_INSTANCES}"
+        )
     return ModelConfig(
         name=proto.name,
         platform=proto.platform,
@@ -179,7 +198,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         inputs=tuple(_spec(proto.name, t, "input") for t in proto.input),
         outputs=tuple(_spec(proto.name, t, "output") for t in proto.output),
         version_policy=_version_policy(proto.version_policy),
-        instance_count=max(1, sum(group.count for group in groups)),
+        instance_count=max(1, instances),
         dynamic_batching=_dynamic_batching(proto),
         parameters={k: v.string_value for k, v in proto.parameters.items()},
         decoupled=proto.model_transaction_policy.decoupled,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from . import model_config
 from .backend import RawResponse
-from .calls import Call, CountedChunks, record_failure
+from .calls import Call, CountedChunks, failure_reason, record_failure
 from .deadlines import deadline_for
 from .draining import Drain, ServerShuttingDown
 from .errors import ModelExecutionError, ModelPlatformError
@@ -70,7 +70,9 @@ class VersionInfo:
 
 
 class Siblings(Protocol):
-    async def statistics(self, name: str, version: str) -> list[list[ModelStats]]:
+    async def statistics(
+        self, name: str, version: str, refused: bool = False
+    ) -> list[list[ModelStats]]:
         """Every other worker's local statistics for the same query."""
         ...
 
@@ -217,48 +219,79 @@ class DataPlane:
                     totals[key] = totals[key].plus(stats)
         return [totals[(s.name, s.version)] for s in local]
 
-    def local_statistics(self, name: str = "", version: str = "") -> list[ModelStats]:
-        """This process's counters only (see :meth:`statistics`)."""
+    async def all_statistics(self) -> list[ModelStats]:
+        """What the metrics show: every READY version's counters, plus each model's own
+        (version "": requests refused before any version took them, loads, unloads),
+        summed over every worker, whatever any one of them holds."""
+        totals = {(s.name, s.version): s for s in self.local_statistics(refused=True)}
+        if self.siblings is not None:
+            for part in await self.siblings.statistics("", "", refused=True):
+                for stats in part:
+                    key = (stats.name, stats.version)
+                    totals[key] = totals[key].plus(stats) if key in totals else stats
+        return list(totals.values())
+
+    def local_statistics(
+        self, name: str = "", version: str = "", refused: bool = False
+    ) -> list[ModelStats]:
+        """This process's counters only (see :meth:`statistics`); ``refused`` adds the
+        refused requests' counters (all models only: see :meth:`all_statistics`)."""
         if version:
             return _stats_of([self._models.get(name, version)])
         names = [name] if name else self._models.names()
         found = _stats_of([v for n in names for v in self._models.versions(n) if v.ready])
         if name and not found:
             self._models.get(name)  # raises the same not-found/not-ready error as infer
+        if refused and not name:
+            found += self._models.model_counters.values()
         return found
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Validate, schedule, and shape the response for one request."""
-        model = self._models.get(request.model_name, request.model_version)
+        started = request.arrived_ns = time.perf_counter_ns()
+        try:
+            model = self._models.get(request.model_name, request.model_version)
+        except ModelPlatformError:
+            self._count_refused(request.model_name, started, request.protocol)
+            raise
         stats = model.stats
-        started = time.perf_counter_ns()
         # The hot path: model.request() and Call.failures_counted() spelled out inline,
         # since generator context managers cost more than the rest of this method.
         task = self.drain.enter()
         model.enter()
+        scheduled = False
         try:
             validate_request(request, model.config)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
+            scheduled = True
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]
         except asyncio.CancelledError:
             if not self.drain.ended(task):
+                if stats is not None:  # the client left: Triton's CANCELED, nothing to log
+                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED", request.protocol)
                 raise
             failure = ServerShuttingDown()
-            record_failure(request.model_name, request.model_version, stats, started, failure)
+            _record_failure(request, stats, started, failure, "CANCELED")
             raise failure from None
         except ModelPlatformError as error:
-            record_failure(request.model_name, request.model_version, stats, started, error)
+            _record_failure(request, stats, started, error, failure_reason(error, scheduled))
             raise
         except Exception as error:
             failure = ModelExecutionError(request.model_name, error)
-            record_failure(request.model_name, request.model_version, stats, started, failure)
+            _record_failure(request, stats, started, failure, "BACKEND")
             raise failure from error
         finally:
             model.leave()
             self.drain.leave(task)
         rows = request.inputs[0].shape[0] if model.config.batching else 1
-        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
+        stats.record_success(time.perf_counter_ns() - started, 0, rows, request.protocol)  # type: ignore[union-attr]
         return _finish(response, request, model)
+
+    def _count_refused(self, name: str, started: int, protocol: str) -> None:
+        """A request no READY version answered: counted in its model's own counters when
+        the server knows that name, else under "" (clients must not create label values)."""
+        counters = self._models.counters_of(name)
+        counters.record_failure(time.perf_counter_ns() - started, "OTHER", protocol)
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Validate, then yield every response of a streaming (generator) model.
@@ -270,7 +303,7 @@ class DataPlane:
         """
         model = self._models.get(request.model_name, request.model_version)
         task = self.drain.enter()
-        call = Call(model, request.model_name, request.model_version)
+        call = Call(model, request.model_name, request.model_version, request.protocol)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 validate_request(request, model.config)
@@ -284,9 +317,17 @@ class DataPlane:
             self.drain.leave(task)
 
     async def call_raw(
-        self, name: str, version: str, body: bytes, headers: Mapping[str, str]
+        self,
+        name: str,
+        version: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        protocol: str = "other",
     ) -> RawResponse:
         """Hand a request in the model's own wire format to an instance (custom routes).
+
+        ``protocol`` names the dialect for the per-protocol metrics, as
+        :attr:`InferenceRequest.protocol` does.
 
         Counted like :meth:`infer`: in flight until answered (a streamed body:
         until its chunks end or it is closed, so close it), then as a success
@@ -294,7 +335,7 @@ class DataPlane:
         """
         model = self._models.get(name, version)
         task = self.drain.enter()
-        call = Call(model, name, version)
+        call = Call(model, name, version, protocol)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 raw = await call.instance.handle_raw(body, headers)
@@ -337,6 +378,14 @@ def _finish(
     return response
 
 
+def _record_failure(
+    request: InferenceRequest, stats: ModelStats | None, started: int, error: ModelPlatformError,
+    reason: str,
+) -> None:
+    name, version, protocol = request.model_name, request.model_version, request.protocol
+    record_failure(name, version, stats, started, error, reason, protocol)
+
+
 def _info(version: ModelVersion) -> VersionInfo:
     return VersionInfo(
         version.name, version.version_str, version.state.value, version.config, version.reason
@@ -344,7 +393,10 @@ def _info(version: ModelVersion) -> VersionInfo:
 
 
 def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:
-    return [v.stats for v in versions if v.stats is not None]
+    found = [v for v in versions if v.stats is not None]
+    for version in found:
+        version.stats.pending = version.in_flight  # type: ignore[union-attr] - a gauge, read now
+    return [v.stats for v in found]  # type: ignore[misc]
 
 
 def _platform(config: ModelConfig) -> str:

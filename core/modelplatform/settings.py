@@ -72,6 +72,15 @@ class Settings:
     drain_delay_secs: float = 5.0
     #: Then: seconds for calls in flight to finish before they end with UNAVAILABLE (Triton's name).
     exit_timeout_secs: float = 30.0
+    #: Serve Prometheus metrics (the metrics plugin): on ``metrics_port`` and at /metrics.
+    allow_metrics: bool = True
+    metrics_port: int = 8002
+    #: Address of the metrics port; "" binds the HTTP address (``host``).
+    metrics_address: str = ""
+    #: How often sampled gauges (CPU, memory, GPU) are read, in milliseconds.
+    metrics_interval_ms: int = 2000
+    #: ``key=value`` options of the metrics (Triton's ``--metrics-config``), see docs/observability.md.
+    metrics_config: tuple[str, ...] = ()
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -167,6 +176,7 @@ def _check(settings: Settings) -> None:
             raise InvalidArgument(f"{name} must be positive")
     _check_timeouts(settings)
     _check_drain(settings)
+    _check_metrics(settings)
 
 
 def _check_timeouts(settings: Settings) -> None:
@@ -181,6 +191,17 @@ def _check_drain(settings: Settings) -> None:
     for name in ("drain_delay_secs", "exit_timeout_secs"):
         if not 0 <= getattr(settings, name) <= MAX_DRAIN_SECS:
             raise InvalidArgument(f"{name} must be between 0 and {MAX_DRAIN_SECS:g}")
+
+
+def _check_metrics(settings: Settings) -> None:
+    if not 0 <= settings.metrics_port <= 65535:
+        raise InvalidArgument("metrics_port must be between 0 and 65535")
+    if not 1 <= settings.metrics_interval_ms <= 3_600_000:
+        raise InvalidArgument("metrics_interval_ms must be between 1 and 3600000")
+    for pair in settings.metrics_config:
+        key, sep, value = pair.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            raise InvalidArgument(f"metrics_config entry {pair!r} is not 'key=value'")
 
 
 def _is_header_pair(text: str) -> bool:

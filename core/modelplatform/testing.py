@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -30,6 +31,9 @@ from .inference import InferenceRequest, InferenceResponse, Tensor
 from .plugins import hookimpl
 from .server import RunningServer, compose
 from .settings import Settings
+
+#: Settings().metrics_port: InProcessServer moves it to a free port.
+DEFAULT_METRICS_PORT = Settings().metrics_port
 
 ModelFunction = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 _FUNCTIONS: dict[str, ModelFunction] = {}
@@ -56,17 +60,29 @@ class FunctionBackend(Backend):
             raise ModelExecutionError(self.config.name, KeyError("no function registered"))
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        results: ExecuteResult = []
-        for request in batch:
-            try:
-                outputs = _FUNCTIONS[self.config.name](request.arrays())
-                tensors = [Tensor.from_array(n, np.asarray(a)) for n, a in outputs.items()]
-                results.append(InferenceResponse(request.model_name, "", tensors))
-            except ModelPlatformError as error:
-                results.append(error)
-            except Exception as error:  # noqa: BLE001 - the request fails alone
-                results.append(ModelExecutionError(self.config.name, error))
-        return results
+        function = _FUNCTIONS[self.config.name]
+        inputs = [request.arrays() for request in batch]
+        self.phases.inputs_ready()
+        outputs = [self._call(function, arrays) for arrays in inputs]
+        self.phases.outputs_started()
+        return [self._result(request, out) for request, out in zip(batch, outputs)]
+
+    def _call(self, function: Callable[..., Any], arrays: dict[str, np.ndarray]) -> Any:
+        try:
+            return function(arrays)
+        except ModelPlatformError as error:
+            return error
+        except Exception as error:  # noqa: BLE001 - the request fails alone
+            return ModelExecutionError(self.config.name, error)
+
+    def _result(self, request: InferenceRequest, outputs: Any) -> InferenceResponse | ModelPlatformError:
+        if isinstance(outputs, ModelPlatformError):
+            return outputs
+        try:
+            tensors = [Tensor.from_array(n, np.asarray(a)) for n, a in outputs.items()]
+        except Exception as error:  # noqa: BLE001 - the request fails alone
+            return ModelExecutionError(self.config.name, error)
+        return InferenceResponse(request.model_name, "", tensors)
 
 
 class FunctionBackendPlugin:
@@ -82,6 +98,8 @@ class InProcessServer:
     """``async with InProcessServer(settings, [plugin]) as server:`` serves until exit."""
 
     def __init__(self, settings: Settings, extra_plugins: Sequence[object] = ()) -> None:
+        if settings.metrics_port == DEFAULT_METRICS_PORT:  # tests run side by side: any free port
+            settings = dataclasses.replace(settings, metrics_port=0)
         self.running = RunningServer(compose(settings, extra_plugins))
 
     @property
@@ -103,8 +121,15 @@ class ServerProcess:
         self.http_port = free_port()
         self.grpc_port = free_port()
         self.args = ["--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), *args]
+        #: The metrics port, free like the others (a ``--metrics-port`` argument wins over it).
+        self.metrics_port = free_port()
         # No drain delay unless a test asks for one: each stop would otherwise serve 5 s more.
-        self.env = {"MODELPLATFORM_DRAIN_DELAY_SECS": "0", **os.environ, **(env or {})}
+        self.env = {
+            "MODELPLATFORM_DRAIN_DELAY_SECS": "0",
+            "MODELPLATFORM_METRICS_PORT": str(self.metrics_port),
+            **os.environ,
+            **(env or {}),
+        }
         self.timeout = timeout
         self.log_path = Path(tempfile.mkstemp(prefix="modelplatform-", suffix=".log")[1])
         self.process: subprocess.Popen[bytes] | None = None

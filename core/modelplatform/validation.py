@@ -29,15 +29,20 @@ def element_count(shape: Sequence[int], limit: int, name: str = "") -> int:
         if count > limit:
             at_least = any(d != 1 for d in shape[index + 1 :])
             raise LimitExceeded(f"{what}element count of shape {list(shape)}", count, limit, at_least)
-    if count == 0:  # no elements, yet no array can have a dimension of 2**70
+    if count == 0:  # no elements, yet numpy cannot shape even an empty array as [0, 2**40, 2**40]
         _check_dimensions(shape, limit, what)
     return count
 
 
 def _check_dimensions(shape: Sequence[int], limit: int, what: str) -> None:
+    """Beside a 0, each dimension and the product of the non-zero ones stay within ``limit``."""
+    product = 1
     for index, dim in enumerate(shape):
         if dim > limit:
             raise LimitExceeded(f"{what}dimension {index} of shape {_shown(shape)}", dim, limit)
+        product *= dim or 1
+        if product > limit:
+            raise LimitExceeded(f"{what}non-zero dimensions of shape {_shown(shape)}", product, limit)
 
 
 def _shown(shape: Sequence[int]) -> str:

@@ -73,7 +73,8 @@ def _serve_options() -> list:
 def _serve_until_it_exits(*args: str) -> tuple[int, str]:
     """Exit status and stderr; a server that starts instead is killed with its workers."""
     command = [sys.executable, "-m", "modelplatform", "serve", *args,
-               "--http-port", str(free_port()), "--grpc-port", str(free_port())]
+               "--http-port", str(free_port()), "--grpc-port", str(free_port()),
+               "--metrics-port", str(free_port())]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT, start_new_session=True)  # fmt: skip
     try:

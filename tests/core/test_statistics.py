@@ -7,8 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelplatform import InferenceRequest, ModelExecutionError, ModelNotFound, Settings, Tensor
-from modelplatform.stats import ModelStats
+from modelplatform import (
+    InferenceRequest,
+    InvalidArgument,
+    ModelExecutionError,
+    ModelNotFound,
+    PhaseClock,
+    Settings,
+    Tensor,
+)
+from modelplatform.stats import ModelStats, checked_buckets
 from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
 
 CONFIG = """
@@ -102,3 +110,79 @@ def test_plus_sums_two_workers_counters_without_changing_either():
     assert [b["batch_size"] for b in total["batch_stats"]] == [1, 2]
     assert total["instance_stats"] == [{"instance": 0, "execution_count": 1}, {"instance": 1, "execution_count": 1}]
     assert one.inference_count == 1 and two.inference_count == 1
+
+
+async def test_failures_carry_triton_reasons_and_refusals_are_kept_apart(repo):
+    settings = Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
+                        grpc_port=free_port(), plugins=("python",))  # fmt: skip
+    async with InProcessServer(settings, [FunctionBackendPlugin]) as server:
+        dataplane = server.context.dataplane
+        with pytest.raises(ModelExecutionError):
+            await dataplane.infer(_request("failing"))
+        bad = InferenceRequest("twice", [Tensor.from_array("A", np.ones((1, 3), np.float32))], "2")
+        with pytest.raises(InvalidArgument):
+            await dataplane.infer(bad)
+        for name, version in (("twice", "7"), ("nope", ""), ("nope2", "")):
+            with pytest.raises(ModelNotFound):
+                await dataplane.infer(_request(name, version=version))
+
+        (failing,) = await dataplane.statistics("failing")
+        assert failing.failures == {"REJECTED": 0, "CANCELED": 0, "BACKEND": 1, "OTHER": 0}
+        (v2,) = await dataplane.statistics("twice", "2")
+        assert v2.failures["OTHER"] == 1 and v2.to_json()["inference_stats"]["fail"]["count"] == 1
+        # The statistics extension shows versions only; the metrics also the refusals.
+        assert all(s.version for s in await dataplane.statistics())
+        # Each model's own entry (version "") also holds its loads: only refusals are compared.
+        models_own = [s for s in await dataplane.all_statistics() if not s.version]
+        refused = {s.name: s.failures["OTHER"] for s in models_own if s.failures["OTHER"]}
+        assert refused == {"twice": 1, "": 2}  # unknown names share one entry
+
+
+async def test_compute_phases_follow_the_backend_marks(repo):
+    settings = Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
+                        grpc_port=free_port(), plugins=("python",))  # fmt: skip
+    async with InProcessServer(settings, [FunctionBackendPlugin]) as server:
+        dataplane = server.context.dataplane
+        await dataplane.infer(_request("twice", version="1"))
+        (v1,) = await dataplane.statistics("twice", "1")
+        stats = v1.to_json()["inference_stats"]
+        for key in ("success", "queue", "compute_input", "compute_infer", "compute_output"):
+            assert stats[key]["count"] == 1 and stats[key]["ns"] > 0, key
+        phases = sum(stats[k]["ns"] for k in ("compute_input", "compute_infer", "compute_output"))
+        assert stats["queue"]["ns"] + phases <= stats["success"]["ns"]
+        (batch,) = v1.to_json()["batch_stats"]
+        assert batch["compute_output"] == stats["compute_output"]
+
+
+def test_phase_clock_without_marks_puts_the_whole_call_in_infer():
+    clock = PhaseClock()
+    assert clock.split(100, 400) == (0, 300, 0)
+    clock.inputs_ready_ns, clock.outputs_started_ns = 150, 390
+    assert clock.split(100, 400) == (50, 240, 10)
+    clock.inputs_ready_ns = 50  # a mark left from before this call is ignored
+    assert clock.split(100, 400) == (0, 300, 0)
+
+
+def test_histograms_and_protocol_counts_add_up_over_workers_and_loads_do_not():
+    one, two = ModelStats("m", "1"), ModelStats("m", "1")
+    one.record_success(120_000, protocol="oip_http")  # 120 us: the 250 us bucket
+    two.record_success(7_000_000_000, protocol="grps_grpc")  # 7 s: the 10 s bucket
+    two.record_failure(5, "OTHER", "grps_grpc")
+    one.record_execution(4, 30_000)
+    for part in (one, two):
+        part.record_load(True)
+    total = one.plus(two)
+    request = total.histograms["request"]
+    assert request.count == 2 and request.sum == 120 + 7_000_000
+    cumulative = request.cumulative()
+    assert cumulative == sorted(cumulative) and cumulative[-1] == 2
+    assert cumulative[request.bounds.index(250)] == 1 and cumulative[request.bounds.index(10_000_000)] == 2
+    assert {p: (c.success, c.failure) for p, c in total.protocols.items()} == {"oip_http": (1, 0), "grps_grpc": (1, 1)}
+    assert total.batch_sizes.counts[total.batch_sizes.bounds.index(4)] == 1
+    assert total.loads == {"success": 1, "failure": 0}  # every worker loads: one operation
+
+
+@pytest.mark.parametrize("bounds", [[], [0, 5], [5, 5], [10, 2], list(range(1, 100))])
+def test_bucket_bounds_are_checked(bounds):
+    with pytest.raises(ValueError):
+        checked_buckets(bounds)

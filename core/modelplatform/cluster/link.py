@@ -87,13 +87,15 @@ class SiblingLink:
             failed = "; ".join(errors)
             raise InvalidArgument(f"{operation} of '{name}' failed on a sibling worker: {failed}")
 
-    async def statistics(self, name: str, version: str) -> list[list[ModelStats]]:
+    async def statistics(
+        self, name: str, version: str, refused: bool = False
+    ) -> list[list[ModelStats]]:
         """Every sibling's own statistics for this query (DataPlane sums them)."""
         if not self._asks_siblings():
             return []
         query_id = next(self._ids)
         try:
-            query = StatisticsQuery(query_id, name, version)
+            query = StatisticsQuery(query_id, name, version, refused)
             parts = await self._ask(query_id, query, STATISTICS_TIMEOUT_S)
         except asyncio.TimeoutError:
             log.warning("sibling_statistics_timed_out", model=name, version=version)

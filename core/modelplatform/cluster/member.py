@@ -38,7 +38,8 @@ WAITING = "waiting for every worker to be ready"
 #: How often a worker looks at its own readiness.
 READINESS_EVERY_S = 0.05
 
-LocalStatistics = Callable[[str, str], list[ModelStats]]
+#: (name, version, refused) -> this worker's counters (DataPlane.local_statistics).
+LocalStatistics = Callable[[str, str, bool], list[ModelStats]]
 
 
 class Member:
@@ -76,16 +77,17 @@ class Member:
                 (self._drain.discard if ready else self._drain.add)(WAITING)
             case Apply(op_id, operation):
                 self._spawn(self._apply(op_id, operation))
-            case StatisticsQuery(query_id, name, version):
-                self._link.send(StatisticsAnswer(query_id, tuple(self._statistics(name, version))))
+            case StatisticsQuery(query_id, name, version, refused):
+                answer = tuple(self._statistics(name, version, refused))
+                self._link.send(StatisticsAnswer(query_id, answer))
             case _:
                 log.warning("cluster_message_ignored", kind=type(message).__name__)
 
-    def _statistics(self, name: str, version: str) -> list[ModelStats]:
+    def _statistics(self, name: str, version: str, refused: bool) -> list[ModelStats]:
         if self._local_statistics is None:
             return []
         with contextlib.suppress(ModelPlatformError):  # not loaded here: nothing to add
-            return self._local_statistics(name, version)
+            return self._local_statistics(name, version, refused)
         return []
 
     async def _apply(self, op_id: int, operation: ModelOperation) -> None:

@@ -119,6 +119,8 @@ class StatisticsQuery:
     query_id: int
     name: str
     version: str
+    #: Also the requests refused before any version took them (what the metrics show).
+    refused: bool = False
 
 
 Message = Union[

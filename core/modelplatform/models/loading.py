@@ -115,7 +115,10 @@ class Loader:
             log.error("model_load_failed", model=mv.name, version=mv.version, reason=mv.reason)
             return
         mv.state = ModelState.READY
-        ms = round((time.perf_counter() - started) * 1000, 1)  # warmup included
+        elapsed = time.perf_counter() - started
+        if mv.stats is not None:
+            mv.stats.load_ns = int(elapsed * 1e9)
+        ms = round(elapsed * 1000, 1)  # warmup included
         log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind,
                  duration_ms=ms)
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from .. import repository
 from ..backend import BackendRegistry
 from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
+from ..stats import ModelStats
 from .loading import Loader
 from .override import LoadOverride
 from .states import IndexEntry, ModelRecord, ModelVersion
@@ -50,6 +51,10 @@ class ModelManager:
         self._models: dict[str, ModelRecord] = {}
         #: Relays API loads/unloads to sibling workers under ``--workers N``, else None.
         self._replicator = replicator
+        #: Counters of models as a whole (version ""): loads and unloads here, requests
+        #: refused before any version took them (the dataplane). "" holds the names the
+        #: server does not know, so clients cannot add entries.
+        self.model_counters: dict[str, ModelStats] = {}
 
     # ---- queries (request path: dict lookups only) ----
 
@@ -143,7 +148,8 @@ class ModelManager:
         copies = await replicator.sibling_copies(override) if replicator else []
         given = override if override.given else None
         try:
-            await self._load_here(name, override, required)
+            with self._outcome_counted(name, ModelStats.record_load):
+                await self._load_here(name, override, required)
         except ModelPlatformError:
             if replicator:
                 with contextlib.suppress(ModelPlatformError):
@@ -167,7 +173,8 @@ class ModelManager:
 
     async def unload(self, name: str, *, replicate: bool = True) -> None:
         _check_name(name)
-        await self._unload_here(name)
+        with self._outcome_counted(name, ModelStats.record_unload):
+            await self._unload_here(name)
         if replicate and self._replicator:
             await self._replicator.replicate("unload", name, None, [])
 
@@ -178,6 +185,25 @@ class ModelManager:
                 return  # on disk, never loaded: nothing to do
             raise ModelNotFound(name)
         await _submit(model, ("unload", None), functools.partial(self._loader.unload, model))
+
+    def counters_of(self, name: str) -> ModelStats:
+        """``name``'s model-level counters; those of "" when the server does not know it."""
+        key = name if name in self._models else ""
+        found = self.model_counters.get(key)
+        if found is None:
+            found = self.model_counters[key] = ModelStats(key, "")
+        return found
+
+    @contextlib.contextmanager
+    def _outcome_counted(
+        self, name: str, record: Callable[[ModelStats, bool], None]
+    ) -> Iterator[None]:
+        try:
+            yield
+        except ModelPlatformError:
+            record(self.counters_of(name), False)
+            raise
+        record(self.counters_of(name), True)
 
     async def shutdown(self) -> None:
         await asyncio.gather(

@@ -52,7 +52,6 @@ class DirectScheduler:
         deadline = request.deadline
         if self._idle and not self._waiters:
             index, instance = self._idle.pop()
-            self._stats.record_queue(0)
         else:
             index, instance = await self._wait_for_instance(deadline)
         if deadline is not None and deadline.passed():
@@ -60,8 +59,10 @@ class DirectScheduler:
             raise deadline.error()
         try:
             started = time.perf_counter_ns()
+            self._stats.record_queue(started - (request.arrived_ns or started))
             results = await instance.execute([request])
-            self._stats.record_execution(1, time.perf_counter_ns() - started, index)
+            input_ns, infer_ns, output_ns = instance.phases.split(started, time.perf_counter_ns())
+            self._stats.record_execution(1, infer_ns, index, input_ns, output_ns)
         finally:
             self._release(index, instance)
         return _single(results)
@@ -73,7 +74,6 @@ class DirectScheduler:
         return None
 
     async def _wait_for_instance(self, deadline: Deadline | None) -> tuple[int, Backend]:
-        waited = time.perf_counter_ns()
         waiter: asyncio.Future[tuple[int, Backend]] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
@@ -87,7 +87,6 @@ class DirectScheduler:
             if isinstance(stopped, TimeoutError) and deadline is not None:
                 raise deadline.error() from None
             raise
-        self._stats.record_queue(time.perf_counter_ns() - waited)
         return chosen
 
     def _release(self, index: int, instance: Backend) -> None:

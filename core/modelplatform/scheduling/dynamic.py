@@ -36,6 +36,8 @@ class _Pending:
     rows: int
     signature: Signature
     enqueued_ns: int
+    #: When the request reached the dataplane: its queue time starts there.
+    arrived_ns: int
     cancelled: bool = field(default=False)
     #: In a batch handed to the backend: its deadline no longer applies.
     taken: bool = field(default=False)
@@ -97,7 +99,9 @@ class DynamicBatcher:
 
     def _pending(self, request: InferenceRequest) -> _Pending:
         future = asyncio.get_running_loop().create_future()
-        return _Pending(request, future, _rows(request), _signature(request), time.perf_counter_ns())
+        now = time.perf_counter_ns()
+        arrived = request.arrived_ns or now
+        return _Pending(request, future, _rows(request), _signature(request), now, arrived)
 
     async def _work(self, index: int, instance: Backend) -> None:
         while True:
@@ -150,13 +154,15 @@ class DynamicBatcher:
 
     async def _run(self, index: int, instance: Backend, batch: list[_Pending]) -> None:
         started = time.perf_counter_ns()
-        self._stats.record_queue(sum(started - p.enqueued_ns for p in batch), len(batch))
+        for pending in batch:  # one observation each: the queue histogram is per request
+            self._stats.record_queue(started - pending.arrived_ns)
         try:
             results = await instance.execute([p.request for p in batch])
         except Exception as error:  # noqa: BLE001 - every waiter must get an answer
             results = [_as_error(error)] * len(batch)
+        input_ns, infer_ns, output_ns = instance.phases.split(started, time.perf_counter_ns())
         rows = sum(p.rows for p in batch)
-        self._stats.record_execution(rows, time.perf_counter_ns() - started, index)
+        self._stats.record_execution(rows, infer_ns, index, input_ns, output_ns)
         if len(results) != len(batch):
             results = [Internal(f"backend returned {len(results)} results for {len(batch)} requests")] * len(batch)
         for pending, result in zip(batch, results):

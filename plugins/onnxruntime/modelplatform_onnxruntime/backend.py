@@ -104,7 +104,9 @@ class OnnxRuntimeBackend(Backend):
 
     async def _run(self, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         prepared = {name: _onnx_value(array) for name, array in feeds.items()}
+        self.phases.inputs_ready()
         values = await asyncio.to_thread(self._session.run, names, prepared)
+        self.phases.outputs_started()
         return dict(zip(names, values))
 
     def _output_names(self, request: InferenceRequest) -> list[str]:

@@ -34,6 +34,10 @@ chosen once at load; the backend only delegates:
   child process, so pure-Python code runs in parallel;
 - :class:`~modelplatform_python.triton_runner.TritonRunner` when ``model.py``
   defines ``TritonPythonModel`` (written for Triton's python backend).
+
+A process instance is bounded by an execute timeout and a memory bound
+(limits.py); the server defaults come from ``[plugins.python]``, bound to
+the class the plugin registers (:meth:`PythonBackend.with_options`).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from modelplatform import (
 )
 
 from .kinds import PROCESS, instance_kind
+from .limits import PythonOptions, process_limits, refuse_limits_for_threads
 from .loader import import_model_module
 from .process_runner import ProcessRunner
 from .runner import Runner
@@ -64,6 +69,13 @@ from .triton_runner import TritonRunner
 class PythonBackend(Backend):
     kind: ClassVar[str] = "python"
     model_files: ClassVar[tuple[str, ...]] = ("model.py",)
+    #: The server's ``[plugins.python]`` defaults (with_options); built-in ones until then.
+    options: ClassVar[PythonOptions] = PythonOptions()
+
+    @classmethod
+    def with_options(cls, options: PythonOptions) -> type[PythonBackend]:
+        """This backend with the server's defaults: the class the plugin registers."""
+        return type(cls.__name__, (cls,), {"options": options, "__doc__": cls.__doc__})
 
     def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
         super().__init__(config, version_dir, instance_index)
@@ -71,6 +83,7 @@ class PythonBackend(Backend):
 
     async def load(self) -> None:
         self._runner = await self._chosen_runner()
+        self._runner.phases = self.phases  # the runner marks where the model's code runs
         await self._runner.load()
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
@@ -90,7 +103,8 @@ class PythonBackend(Backend):
         """The runner for this instance, from the model parameter and the file's contents."""
         config, version_dir, index = self.config, self.version_dir, self.instance_index
         if instance_kind(config) == PROCESS:  # the server never imports model.py then
-            return ProcessRunner(config, version_dir, index)
+            return ProcessRunner(config, version_dir, index, process_limits(config, self.options))
+        refuse_limits_for_threads(config)
         module = await asyncio.to_thread(import_model_module, version_dir)
         if getattr(module, "TritonPythonModel", None) is not None:
             return TritonRunner(module, config, version_dir, index)

@@ -10,8 +10,14 @@ blocking pipe operation and start / restart / stop of its child, awaited
 with ``run_in_executor``: the event loop never blocks, calls of one
 instance stay in order, and nothing is created per request.
 
-A child that dies during a call fails that call with the reason (exit code
-or signal); the next call starts a fresh child (loading the model again).
+Supervision: a child that fails during a call (it died: an exit, a signal,
+a segfault; it did not answer within the execute timeout; it grew past its
+memory bound, child_watch.py) fails that call with the reason
+(:class:`~modelplatform_python.faults.InstanceFailed`), is killed if still
+there, and a fresh child is started at once on the same thread, queued
+behind the failed call: the next call on this instance finds the model
+loaded again. A child that died while idle is replaced by the next call.
+Each replacement is logged as ``instance_restarted`` with the reason.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -28,10 +35,13 @@ from typing import Any
 import numpy as np
 import structlog
 
-from modelplatform import Internal, ModelConfig, ModelPlatformError, Unavailable
+from modelplatform import ModelConfig, ModelPlatformError, Unavailable
 
 from .child_main import serve
+from .child_watch import ResidentMemory, over_memory, wait_reply
 from .child_wire import OK, UNLOAD, Reply, infer_message, rebuilt
+from .faults import ChildFault, InstanceFailed
+from .limits import ProcessLimits
 
 log = structlog.get_logger("modelplatform.python")
 
@@ -44,9 +54,13 @@ EXIT_TIMEOUT_S = 5.0
 class ChildProcess:
     """One model instance served by a child process; every public method is called from the loop."""
 
-    def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int) -> None:
+    def __init__(
+        self, config: ModelConfig, version_dir: Path, instance_index: int, limits: ProcessLimits
+    ) -> None:
         self._config = config
         self._version_dir = version_dir
+        self._index = instance_index
+        self._limits = limits
         self._label = f"model '{config.name}' instance {instance_index}"
         self._name = f"{config.name}-{instance_index}"
         self._context = {"model": config.name, "instance": instance_index}  # for log events
@@ -54,6 +68,8 @@ class ChildProcess:
         # Touched only on the executor's thread (except _kill, which only signals).
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
+        self._memory: ResidentMemory | None = None  # only when the model has a memory bound
+        self._restarts = 0
         self._stopped = False
 
     async def start(self) -> None:
@@ -105,10 +121,12 @@ class ChildProcess:
             # Only the child holds its end now, so the child's death reads as EOF here.
             theirs.close()
         self._process, self._conn = process, ours
+        if self._limits.max_memory_bytes is not None:
+            self._memory = ResidentMemory(process.pid)
         try:
-            reply = ours.recv()
+            reply = ours.recv()  # the load: bounded by nothing but the model's own code
         except (EOFError, OSError):
-            raise Internal(f"{self._label}: {self._ended()} while loading") from None
+            raise self._error(f"{self._ended()} while loading") from None
         if reply[0] != "ok":
             self._reap(grace_s=EXIT_TIMEOUT_S)  # it exits by itself after reporting
             raise rebuilt(reply)
@@ -122,28 +140,70 @@ class ChildProcess:
         assert self._conn is not None
         try:
             self._conn.send_bytes(infer_message(inputs))
-            reply = self._conn.recv()
+            reply = wait_reply(self._conn, self._limits, self._memory)
         except (EOFError, OSError):
-            reason = self._ended()
-            log.error("python_process_exited", reason=reason, **self._context)
-            raise Internal(f"{self._label}: {reason}") from None
+            raise self._failed(self._ended()) from None
+        except ChildFault as fault:
+            self._kill_now()
+            raise self._failed(fault.reason) from None
+        grown = over_memory(self._memory, self._limits)
+        if grown is not None:  # this call is answered; the next one gets a fresh child
+            self._restart_soon(f"{grown}, after answering a call")
         if reply[0] != "ok":
             raise rebuilt(reply)
         return reply[1]
 
-    def _restart(self) -> None:
-        if self._process is not None:  # it died between calls (killed while idle)
-            reason = self._ended()
-            log.error("python_process_exited", reason=reason, **self._context)
+    def _failed(self, reason: str) -> InstanceFailed:
+        """The error for the call the child failed under; its replacement is queued."""
+        log.error("instance_failed", reason=reason, **self._context)
+        self._restart_soon(reason)
+        return self._error(reason)
+
+    def _error(self, reason: str) -> InstanceFailed:
+        return InstanceFailed(self._config.name, self._index, reason)
+
+    def _restart_soon(self, reason: str) -> None:
+        """A fresh child, started on this thread right after the current call returns."""
         try:
-            self._start()
-        except ModelPlatformError as error:
-            reason = error.message
+            self._executor.submit(self._restart_quietly, reason)
+        except RuntimeError:
+            pass  # stop() shut the thread down: nothing is to be restarted
+
+    def _restart_quietly(self, reason: str) -> None:
+        if self._stopped:
+            return
+        try:
+            self._replace(reason)
+        except Exception as error:  # noqa: BLE001 - the next call tries again and tells why
+            log.error("instance_restart_failed", reason=reason, error=_described(error),
+                      **self._context)
+
+    def _restart(self) -> None:
+        """Before a call: the child died while idle, or the last restart failed."""
+        if self._process is not None:
+            reason = self._ended()
+            log.error("instance_failed", reason=reason, **self._context)
+        else:
+            reason = "its previous restart failed"
+        try:
+            self._replace(reason)
         except Exception as error:  # noqa: BLE001 - the call that needed it fails with the reason
-            reason = f"{type(error).__name__}: {error}"
+            failure = _described(error)
         else:
             return
-        raise Internal(f"{self._label}: restarting its process failed: {reason}")
+        raise self._error(f"restarting its process failed: {failure}")
+
+    def _replace(self, reason: str) -> None:
+        """Whatever is left of the child goes; a fresh one loads the model."""
+        self._reap()
+        started = time.monotonic()
+        self._start()
+        self._restarts += 1
+        log.warning(
+            "instance_restarted", reason=reason, restarts=self._restarts,
+            pid=self._process.pid if self._process else None,
+            seconds=round(time.monotonic() - started, 3), **self._context,
+        )
 
     def _stop(self) -> None:
         process, conn = self._process, self._conn
@@ -175,10 +235,19 @@ class ChildProcess:
             return f"its process was killed by signal {_signal_name(-code)}"
         return f"its process exited with code {code}"
 
+    def _kill_now(self) -> None:
+        """A hung or overgrown child gets no chance to finish: SIGKILL, then collect it."""
+        if self._process is not None:
+            self._process.kill()
+        self._reap()
+
     def _reap(self, grace_s: float = 0.0) -> None:
         """Afterwards the child has exited and the pipe is closed, whatever it took."""
         process, conn = self._process, self._conn
         self._process = self._conn = None
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
         if conn is not None:
             conn.close()  # a child waiting for a message reads EOF and leaves by itself
         if process is None:
@@ -203,6 +272,12 @@ class ChildProcess:
             process.kill()
         except (ValueError, OSError):
             pass  # already closed or gone
+
+
+def _described(error: Exception) -> str:
+    if isinstance(error, ModelPlatformError):
+        return error.message
+    return f"{type(error).__name__}: {error}"
 
 
 def _signal_name(number: int) -> str:

@@ -5,7 +5,10 @@ in its ``load``: a coroutine function from inputs to the outputs dict. For
 a batching model (``max_batch_size > 0``) the dynamic batcher may hand over
 several requests; they are joined into one ``infer`` call (batching.py),
 and when that fails or the outputs are not batched, each request is retried
-alone, so a bad request fails alone (Triton's contract).
+alone, so a bad request fails alone (Triton's contract). When the instance
+itself failed under the joined call (a process instance's child crashed,
+hung or overgrew: faults.py), every request of it fails with that error at
+once: retried one by one, a hang would cost one timeout per request.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from modelplatform import (
     ExecuteResult,
+    PhaseClock,
     InferenceRequest,
     InferenceResponse,
     ModelConfig,
@@ -27,6 +31,7 @@ from modelplatform import (
 )
 
 from .batching import join_inputs, split_outputs
+from .faults import InstanceFailed
 from .outputs import to_tensors
 from .raw import no_http
 
@@ -42,6 +47,8 @@ class InferRunner:
         self._infer: Infer = self._not_loaded
         #: Whether several requests may share one ``infer`` call (a generator model may not).
         self._joins = config.batching
+        #: The backend's marks of where ``infer`` starts and ends (its own clock until handed one).
+        self.phases = PhaseClock()
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         if len(batch) > 1 and self._joins:
@@ -61,10 +68,12 @@ class InferRunner:
         """One ``infer`` call for the whole batch; None means run them one by one."""
         try:
             inputs, rows = join_inputs(batch)
-            shares = split_outputs(await self._infer(inputs), rows)
+            shares = split_outputs(await self._timed_infer(inputs), rows)
             if shares is None:
                 return None
             return [self._response(r, share) for r, share in zip(batch, shares)]
+        except InstanceFailed as failure:  # one error object per request: each is logged
+            return [InstanceFailed(failure.model, failure.instance, failure.reason) for _ in batch]
         except Exception:  # noqa: BLE001 - retried per request below
             return None
 
@@ -72,11 +81,18 @@ class InferRunner:
         self, request: InferenceRequest
     ) -> InferenceResponse | ModelPlatformError:
         try:
-            return self._response(request, await self._infer(request.arrays()))
+            return self._response(request, await self._timed_infer(request.arrays()))
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - user code fails its own request only
             return ModelExecutionError(self.config.name, error)
+
+    async def _timed_infer(self, inputs: dict[str, np.ndarray]) -> Any:
+        """``infer``, marking the compute phases (a batch run one by one: the last request's)."""
+        self.phases.inputs_ready()
+        outputs = await self._infer(inputs)
+        self.phases.outputs_started()
+        return outputs
 
     async def _one_response(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         yield self._response(request, await self._infer(request.arrays()))

@@ -19,11 +19,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Protocol
 
-from modelplatform import ExecuteResult, InferenceRequest, InferenceResponse, RawResponse
+from modelplatform import ExecuteResult, InferenceRequest, InferenceResponse, PhaseClock, RawResponse
 
 
 class Runner(Protocol):
     """Runs one instance of one model version; every method is called on the event loop."""
+
+    #: Where ``execute`` hands inputs to the model's code and gets its outputs back.
+    phases: PhaseClock
 
     async def load(self) -> None:
         """Prepare to serve; raising fails the model's load."""

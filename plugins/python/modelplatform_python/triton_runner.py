@@ -33,6 +33,7 @@ from modelplatform import (
     ModelExecutionError,
     ModelPlatformError,
     NotFound,
+    PhaseClock,
     RawResponse,
     Unavailable,
     Unsupported,
@@ -66,6 +67,8 @@ class TritonRunner:
         self._version_dir = version_dir
         self._instance = instance
         self._model: Any = None
+        #: The backend's compute-phase marks (its own clock until handed one).
+        self.phases = PhaseClock()
 
     async def load(self) -> None:
         self._model = self._module.TritonPythonModel()
@@ -73,6 +76,7 @@ class TritonRunner:
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         requests = [_pb_request(r) for r in batch]
+        self.phases.inputs_ready()
         try:
             execute = self._model.execute
             if inspect.iscoroutinefunction(execute):
@@ -81,6 +85,8 @@ class TritonRunner:
                 responses = await self._caller.call(execute, requests)
         except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
             return [ModelExecutionError(self._config.name, error) for _ in batch]
+        finally:
+            self.phases.outputs_started()
         if not isinstance(responses, (list, tuple)) or len(responses) != len(batch):
             return [self._miscounted(responses, len(batch)) for _ in batch]
         return [self._result(request, response) for request, response in zip(batch, responses)]

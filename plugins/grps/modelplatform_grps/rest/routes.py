@@ -24,7 +24,7 @@ from ..converter import Payload, single_bytes_of, to_message, to_ndarray
 from ..metadata import model_yaml, server_yaml
 from ..runtime import GrpsRuntime, Observation, runtime
 from ..status import failure, success
-from .custom import custom_routes
+from .custom import PROTOCOL, custom_routes
 from .json_io import JSON, dump_message, gtensors_reply, load_object, parse_predict
 from .streaming import stream_reply, wants_streaming
 
@@ -96,7 +96,9 @@ class GrpsRoutes:
 
         def decode(seen: Observation) -> tuple[str, InferenceRequest]:
             payload, payload_model = parse_predict(data) if data is not None else (Payload("bin_data", request.body), "")
-            return payload.kind, self.rt.decode(payload, payload_model, query.get("model", ""), seen)
+            inference = self.rt.decode(payload, payload_model, query.get("model", ""), seen)
+            inference.protocol = PROTOCOL
+            return payload.kind, inference
 
         if streaming:
             return await stream_reply(self.rt, decode)

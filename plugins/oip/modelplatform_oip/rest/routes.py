@@ -100,6 +100,7 @@ class OipRoutes:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
+        inference.protocol = "oip_http"
         response = await self.dataplane.infer(inference)
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)

@@ -92,6 +92,7 @@ class OipService:
         self, request: pb.ModelInferRequest, context: Any
     ) -> pb.ModelInferResponse:
         inference = decode_request(request, self.limits)
+        inference.protocol = "oip_grpc"
         return encode_response(await self.dataplane.infer(inference))
 
     async def model_stream_infer(
@@ -128,6 +129,7 @@ class OipService:
         try:
             try:
                 inference = decode_request(request, self.limits)
+                inference.protocol = "oip_grpc"
                 reply = pb.ModelStreamInferResponse(
                     infer_response=encode_response(await self.dataplane.infer(inference))
                 )

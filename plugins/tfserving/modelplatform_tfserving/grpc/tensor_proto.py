@@ -61,7 +61,10 @@ def to_array(proto: Any, limits: Limits, alias: str = "") -> tuple[str, np.ndarr
     values = getattr(proto, field)
     if datatype == "BYTES":
         return datatype, _strings(values, count, limits).reshape(shape)
-    return datatype, _typed(values, datatype, count).reshape(shape)
+    try:
+        return datatype, _typed(values, datatype, count).reshape(shape)
+    except OverflowError:  # int_val carries INT8/INT16/UINT8/UINT16 as int32: refuse, never wrap
+        raise InvalidArgument(f"tensor '{alias}': a value of {field} is out of range for {datatype}") from None
 
 
 def _dtype_error(dtype: int, alias: str) -> InvalidArgument | Unsupported:

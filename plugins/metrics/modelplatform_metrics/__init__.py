@@ -1,0 +1,1 @@
+"""Prometheus metrics under Triton's names (the ``metrics`` plugin)."""

@@ -1,0 +1,123 @@
+"""How long a process instance's call may take and how large its child may grow.
+
+Two bounds keep a faulty model from taking its instance down for good: an
+execute timeout (a call that never returns) and a memory bound (a child
+that keeps growing). Past either, the child is killed and started afresh
+(child_process.py). Each bound has a server default, from the config
+file's ``[plugins.python]`` table, that a model overrides with a parameter::
+
+    [plugins.python]
+    execute_timeout_secs = 300    # 0: no timeout
+    max_memory_mib = 0            # 0: no bound
+
+    parameters { key: "python.execute_timeout_secs" value: { string_value: "30" } }
+    parameters { key: "python.max_memory_mib" value: { string_value: "2048" } }
+
+Only ``process`` instances can be bounded: a thread in the server process
+cannot be stopped from outside, so a model that sets either parameter with
+``thread`` instances fails its load with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from modelplatform import InvalidArgument, ModelConfig, Settings
+
+PLUGIN = "python"
+EXECUTE_TIMEOUT = "python.execute_timeout_secs"
+MAX_MEMORY = "python.max_memory_mib"
+MiB = 1024 * 1024
+#: Defaults: a call gets five minutes (Triton has no bound: a hung stub holds its
+#: instance forever); memory is unbounded, since no one size suits every model.
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_MAX_MEMORY_MIB = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PythonOptions:
+    """The ``[plugins.python]`` table: the defaults every process-instance model gets."""
+
+    #: Seconds one ``infer`` call may take in a child; 0 means no timeout.
+    execute_timeout_secs: float = DEFAULT_TIMEOUT_S
+    #: Resident memory (RSS) a child may reach, in MiB; 0 means no bound.
+    max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PythonOptions:
+        return cls.from_mapping(settings.options_for(PLUGIN))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> PythonOptions:
+        unknown = sorted(set(values) - {"execute_timeout_secs", "max_memory_mib"})
+        if unknown:
+            raise InvalidArgument(f"[plugins.python]: unknown option(s) {unknown}")
+        timeout = values.get("execute_timeout_secs", DEFAULT_TIMEOUT_S)
+        memory = values.get("max_memory_mib", DEFAULT_MAX_MEMORY_MIB)
+        where = "[plugins.python]"
+        return cls(
+            _seconds(timeout, f"{where} execute_timeout_secs"),
+            _mebibytes(memory, f"{where} max_memory_mib"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessLimits:
+    """One model's bounds, resolved at load; None means unbounded."""
+
+    execute_timeout_s: float | None
+    max_memory_bytes: int | None
+
+    @property
+    def max_memory_mib(self) -> int:
+        return (self.max_memory_bytes or 0) // MiB
+
+
+def process_limits(config: ModelConfig, defaults: PythonOptions) -> ProcessLimits:
+    """The model's parameters over the server defaults; a bad value fails the load."""
+    seconds, mebibytes = defaults.execute_timeout_secs, defaults.max_memory_mib
+    if (timeout := config.parameters.get(EXECUTE_TIMEOUT)) is not None:
+        what = f"model '{config.name}': parameter '{EXECUTE_TIMEOUT}'"
+        seconds = _seconds(_number(timeout, what), what)
+    if (memory := config.parameters.get(MAX_MEMORY)) is not None:
+        what = f"model '{config.name}': parameter '{MAX_MEMORY}'"
+        mebibytes = _mebibytes(_number(memory, what), what)
+    return ProcessLimits(seconds or None, mebibytes * MiB or None)
+
+
+def refuse_limits_for_threads(config: ModelConfig) -> None:
+    """Thread instances cannot be stopped from outside: asking for a bound is a mistake."""
+    asked = [name for name in (EXECUTE_TIMEOUT, MAX_MEMORY) if name in config.parameters]
+    if asked:
+        raise InvalidArgument(
+            f"model '{config.name}': parameter '{asked[0]}' needs "
+            "'python.instance_kind' 'process' (a thread instance cannot be stopped)"
+        )
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise InvalidArgument(f"{what} must be a number, got '{text}'") from None
+
+
+def _seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{what} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise InvalidArgument(f"{what} must be 0 (no timeout) or more, got {value!r}")
+    return float(value)
+
+
+def _mebibytes(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{what} must be a whole number of MiB, got {value!r}")
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise InvalidArgument(
+            f"{what} must be 0 (no bound) or a whole number of MiB, got {value!r}"
+        )
+    return int(value)
