@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench fuzz protos lint clean venv perf-analyzer chromium wrk prometheus
+.PHONY: serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
@@ -20,6 +20,12 @@ test-gpu: $(STAMP)
 
 bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# The real server under mixed traffic over every dialect for MINUTES (benchmarks/soak/__init__.py);
+# fails on any 5xx, wrong answer, or memory growth over 20 MiB after the warm-up (docs/reliability.md).
+MINUTES ?= 5
+soak: $(STAMP)
+	PYTHONPATH=benchmarks$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m soak --minutes $(MINUTES) $(SOAK_ARGS)
 
 # Fuzzes every request decoder through the real request path (fuzz/, docs/reliability.md):
 # FUZZ_SECONDS per target, FUZZ_TARGETS=a,b to choose (default: all), FUZZ_INPUTS=N to stop at N inputs.

@@ -164,6 +164,15 @@ async def test_a_route_body_limit_is_refused_before_the_body_in_the_dialects_sha
     assert status == 200 and json.loads(body)["size"] == 10
 
 
+async def test_a_body_in_one_piece_on_the_sanic_path_is_consumed(port, caplog):
+    """Found by the soak: Sanic logged "body not consumed" at ERROR after each such 2xx answer."""
+    for path in ("/t/small?x=1", "/t/Echo/a"):
+        status, _, body = await answer(port, request("POST", path, b"0123456789", "Connection: close"))
+        assert status == 200 and json.loads(body)["size"] == 10
+    await asyncio.sleep(0.5)  # Sanic checks the body after the answer has left
+    assert [r.getMessage() for r in caplog.records if "not consumed" in r.getMessage()] == []
+
+
 async def test_query_case_percent_and_trailing_slash_on_the_sanic_path(port):
     status, _, body = await answer(port, request("GET", "/T/ECHO/a%20b/?x=1&x=2&y=", b""))
     assert status == 200
