@@ -28,6 +28,7 @@ from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry, LoadOverride, ModelManager, ModelVersion
+from .observing import RequestObserver
 from .stats import ModelStats
 from .validation import validate_request
 
@@ -105,6 +106,8 @@ class DataPlane:
         #: Requests refused before any version took them (unknown model or version), by
         #: model name; "" holds the names the server does not know. Bounded by the repository.
         self._refused: dict[str, ModelStats] = {}
+        #: Told of every counted request when it ends (a tracer); plugins add theirs at start-up.
+        self.observers: list[RequestObserver] = []
 
     def ready(self) -> bool:
         return (

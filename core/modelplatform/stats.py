@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .observing import UNSCOPED, current_scope
+
 
 @dataclass(slots=True)
 class Duration:
@@ -95,6 +97,16 @@ class ModelStats:
     instances: dict[int, int] = field(default_factory=dict)
     #: Warmup runs (samples x count x instances) and the time the whole warmup took.
     warmup: Duration = field(default_factory=Duration)
+    #: Requests (successes and failures) by the protocol they came in on (observing.py).
+    protocols: dict[str, int] = field(default_factory=dict)
+
+    def _count_protocol(self, ok: bool, reason: str = "", rows: int = 0) -> None:
+        scope = current_scope.get()
+        protocol = UNSCOPED if scope is None else scope.protocol
+        self.protocols[protocol] = self.protocols.get(protocol, 0) + 1
+        if scope is not None:
+            scope.model, scope.version, scope.ok = self.name, self.version, ok
+            scope.failure, scope.batch_size = reason, rows
 
     def record_success(self, request_ns: int, queue_ns: int = 0, rows: int = 1) -> None:
         """A request of ``rows`` inferences (its batch size, as Triton counts) finished.
@@ -106,12 +118,14 @@ class ModelStats:
             self.durations["queue"].add(queue_ns)
         self.inference_count += rows
         self.last_inference_ms = time.time_ns() // 1_000_000
+        self._count_protocol(True, rows=rows)
 
     def record_failure(self, request_ns: int, reason: str = "OTHER") -> None:
         """A request failed; ``reason`` is one of :data:`FAILURE_REASONS`."""
         self.durations["fail"].add(request_ns)
         self.failures[reason] += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
+        self._count_protocol(False, reason)
 
     def record_queue(self, queue_ns: int, count: int = 1) -> None:
         """Time ``count`` requests waited for an instance or a batch."""
@@ -161,6 +175,8 @@ class ModelStats:
             for index, count in part.instances.items():
                 total.instances[index] = total.instances.get(index, 0) + count
             total.warmup.add(part.warmup.ns, part.warmup.count)
+            for protocol, count in part.protocols.items():
+                total.protocols[protocol] = total.protocols.get(protocol, 0) + count
         return total
 
     def to_json(self) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""The ``/grps/v1`` routes and the monitor page on the shared HTTP port.
+"""The ``/grps/v1`` routes and grps's own monitor page (``/grps/v1/monitor``) on the shared HTTP port.
+
+The server's live page at ``/`` (every dialect) is the metrics plugin's.
 
 HTTP status equals ``status.code`` (as grps's Python server); every JSON
 answer carries ``status``. Everything is resolved here, at start-up.
@@ -156,7 +158,7 @@ def grps_routes(context: ServerContext) -> list[HttpRoute]:
     declared += [
         HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata),
         HttpRoute(BOTH, f"{PREFIX}/metadata/model", routes.model_metadata),
-        HttpRoute(("GET",), "/", routes.page),
+        HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page),
         HttpRoute(("GET",), f"{PREFIX}/monitor/series", routes.series),
         HttpRoute(("GET",), f"{PREFIX}/monitor/metrics", routes.metrics),
     ]

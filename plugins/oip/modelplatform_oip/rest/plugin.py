@@ -11,4 +11,4 @@ from .status import http_status
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     extensions = ("model_configuration", "parameters", "statistics")
-    return [HttpDialect(DIALECT, oip_routes, http_status, extensions=extensions)]
+    return [HttpDialect(DIALECT, oip_routes, http_status, extensions=extensions, protocol="oip_http")]
