@@ -170,6 +170,8 @@ def _scoped_handler(
     handler: grpc.RpcMethodHandler, protocol: str, opener: ScopeOpener
 ) -> grpc.RpcMethodHandler:
     """The same handler with its behaviour run inside a scope; streams keep theirs to the end."""
+    if not hasattr(handler, "_replace"):  # not grpc's own namedtuple: leave it as it is
+        return handler
     if handler.unary_unary is not None:
         unary = handler.unary_unary
 
