@@ -56,8 +56,10 @@ from .errors import (
     Unsupported,
 )
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
+from .logging import log_settings, update_log_settings
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
+from .observing import RequestObserver, RequestScope
 from .plugins import hookimpl
 from .settings import Limits, Settings
 from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
@@ -112,6 +114,10 @@ __all__ = [
     "ModelNotReady",
     "ModelPlatformError",
     "ModelStats",
+    "RequestObserver",
+    "RequestScope",
+    "log_settings",
+    "update_log_settings",
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",

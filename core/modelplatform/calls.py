@@ -38,10 +38,9 @@ _END: Final = object()
 class Call:
     """One stream or raw call on one instance, counted in flight from creation."""
 
-    def __init__(self, model: ModelVersion, name: str, version: str, protocol: str = "other") -> None:
+    def __init__(self, model: ModelVersion, name: str, version: str) -> None:
         self.model = model
         self.name, self.version = name, version
-        self.protocol = protocol
         self.index, self.instance = _pick(model)
         self.started = time.perf_counter_ns()
         self.open = True
@@ -50,7 +49,7 @@ class Call:
     def succeeded(self, rows: int = 1) -> None:
         if self.open and self.model.stats is not None:
             elapsed = time.perf_counter_ns() - self.started
-            self.model.stats.record_success(elapsed, 0, rows, self.protocol)
+            self.model.stats.record_success(elapsed, 0, rows)
             self.model.stats.record_execution(rows, elapsed, self.index)
         self.release()
 
@@ -76,8 +75,7 @@ class Call:
     def _fail(self, error: ModelPlatformError) -> None:
         if self.open:
             reason = failure_reason(error, in_backend=True)
-            stats, started = self.model.stats, self.started
-            record_failure(self.name, self.version, stats, started, error, reason, self.protocol)
+            record_failure(self.name, self.version, self.model.stats, self.started, error, reason)
         self.release()
 
 
@@ -139,11 +137,10 @@ def record_failure(
     started: int,
     error: ModelPlatformError,
     reason: str = "OTHER",
-    protocol: str = "other",
 ) -> None:
     """Count a failed call and log it once (edges see ``error.logged`` and stay quiet)."""
     if stats is not None:
-        stats.record_failure(time.perf_counter_ns() - started, reason, protocol)
+        stats.record_failure(time.perf_counter_ns() - started, reason)
     # Messages name tensors and shapes, never their contents.
     log.info(
         "request_failed", model=name, version=version, code=error.code.value, error=error.message

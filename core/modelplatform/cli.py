@@ -203,6 +203,20 @@ def serve(
             rich_help_panel=OBSERVABILITY,
         ),
     ] = None,
+    trace_otlp_endpoint: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Send OpenTelemetry spans to this OTLP/HTTP endpoint (default: no tracing).",
+            rich_help_panel=OBSERVABILITY,
+        ),
+    ] = None,
+    trace_rate: Annotated[
+        Optional[int],
+        typer.Option(
+            help="Trace one request in every N (default 1000); sampled traceparents always.",
+            rich_help_panel=OBSERVABILITY,
+        ),
+    ] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -235,6 +249,8 @@ def serve(
         "metrics_address": metrics_address,
         "metrics_interval_ms": metrics_interval_ms,
         "metrics_config": metrics_config or None,
+        "trace_otlp_endpoint": trace_otlp_endpoint,
+        "trace_rate": trace_rate,
     }
     settings = _settings(config, overrides)
     _require_repository(settings, model_repository)

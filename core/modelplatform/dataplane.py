@@ -28,6 +28,7 @@ from .errors import ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry, LoadOverride, ModelManager, ModelVersion
+from .observing import RequestObserver
 from .stats import ModelStats
 from .validation import validate_request
 
@@ -102,6 +103,8 @@ class DataPlane:
         #: The shutdown drain (draining.py): readiness turns false at its start, and
         #: the calls below are counted in flight so its end can answer them UNAVAILABLE.
         self.drain = Drain()
+        #: Told of every counted request when it ends (a tracer); plugins add theirs at start-up.
+        self.observers: list[RequestObserver] = []
 
     def ready(self) -> bool:
         return (
@@ -252,7 +255,7 @@ class DataPlane:
         try:
             model = self._models.get(request.model_name, request.model_version)
         except ModelPlatformError:
-            self._count_refused(request.model_name, started, request.protocol)
+            self._count_refused(request.model_name, started)
             raise
         stats = model.stats
         # The hot path: model.request() and Call.failures_counted() spelled out inline,
@@ -268,30 +271,31 @@ class DataPlane:
         except asyncio.CancelledError:
             if not self.drain.ended(task):
                 if stats is not None:  # the client left: Triton's CANCELED, nothing to log
-                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED", request.protocol)
+                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED")
                 raise
             failure = ServerShuttingDown()
-            _record_failure(request, stats, started, failure, "CANCELED")
+            record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
             raise failure from None
         except ModelPlatformError as error:
-            _record_failure(request, stats, started, error, failure_reason(error, scheduled))
+            reason = failure_reason(error, scheduled)
+            record_failure(request.model_name, request.model_version, stats, started, error, reason)
             raise
         except Exception as error:
             failure = ModelExecutionError(request.model_name, error)
-            _record_failure(request, stats, started, failure, "BACKEND")
+            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
             raise failure from error
         finally:
             model.leave()
             self.drain.leave(task)
         rows = request.inputs[0].shape[0] if model.config.batching else 1
-        stats.record_success(time.perf_counter_ns() - started, 0, rows, request.protocol)  # type: ignore[union-attr]
+        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
-    def _count_refused(self, name: str, started: int, protocol: str) -> None:
+    def _count_refused(self, name: str, started: int) -> None:
         """A request no READY version answered: counted in its model's own counters when
         the server knows that name, else under "" (clients must not create label values)."""
         counters = self._models.counters_of(name)
-        counters.record_failure(time.perf_counter_ns() - started, "OTHER", protocol)
+        counters.record_failure(time.perf_counter_ns() - started, "OTHER")
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Validate, then yield every response of a streaming (generator) model.
@@ -303,7 +307,7 @@ class DataPlane:
         """
         model = self._models.get(request.model_name, request.model_version)
         task = self.drain.enter()
-        call = Call(model, request.model_name, request.model_version, request.protocol)
+        call = Call(model, request.model_name, request.model_version)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 validate_request(request, model.config)
@@ -317,17 +321,9 @@ class DataPlane:
             self.drain.leave(task)
 
     async def call_raw(
-        self,
-        name: str,
-        version: str,
-        body: bytes,
-        headers: Mapping[str, str],
-        protocol: str = "other",
+        self, name: str, version: str, body: bytes, headers: Mapping[str, str]
     ) -> RawResponse:
         """Hand a request in the model's own wire format to an instance (custom routes).
-
-        ``protocol`` names the dialect for the per-protocol metrics, as
-        :attr:`InferenceRequest.protocol` does.
 
         Counted like :meth:`infer`: in flight until answered (a streamed body:
         until its chunks end or it is closed, so close it), then as a success
@@ -335,7 +331,7 @@ class DataPlane:
         """
         model = self._models.get(name, version)
         task = self.drain.enter()
-        call = Call(model, name, version, protocol)
+        call = Call(model, name, version)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 raw = await call.instance.handle_raw(body, headers)
@@ -376,14 +372,6 @@ def _finish(
                 selected.append(tensor)
         response.outputs = selected
     return response
-
-
-def _record_failure(
-    request: InferenceRequest, stats: ModelStats | None, started: int, error: ModelPlatformError,
-    reason: str,
-) -> None:
-    name, version, protocol = request.model_name, request.model_version, request.protocol
-    record_failure(name, version, stats, started, error, reason, protocol)
 
 
 def _info(version: ModelVersion) -> VersionInfo:

@@ -132,7 +132,8 @@ class HttpDialect:
     through these two, on either path. Errors raised before any route matched
     (404, 405, a body over the limit) are rendered by the dialect whose
     ``path_prefix`` owns the path, else in Triton's shape. ``extensions`` are
-    the server-metadata extension names it implements.
+    the server-metadata extension names it implements. ``protocol`` is the
+    label its requests are counted under (``oip_http``; default: ``name``).
     """
 
     name: str
@@ -141,6 +142,7 @@ class HttpDialect:
     render_error: Callable[[str, int], HttpReply] = json_error
     extensions: tuple[str, ...] = ()
     path_prefix: str = ""
+    protocol: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +153,11 @@ class GrpcService:
     and registers the service's handlers on the ``grpc.aio.Server`` (generated
     ``add_XServicer_to_server`` or a generic handler). ``name`` is the full
     service name (``inference.GRPCInferenceService``); several declarations may
-    share one when each handles different methods.
+    share one when each handles different methods. ``protocol`` is the label
+    its requests are counted under (``oip_grpc``; default: ``name``).
     """
 
     name: str
     add_to_server: Callable[[Any, ServerContext], None]
     extensions: tuple[str, ...] = ()
+    protocol: str = ""

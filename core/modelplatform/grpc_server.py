@@ -7,14 +7,16 @@ loop Sanic serves on, so HTTP and gRPC requests meet in the same schedulers.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import grpc
 import structlog
 
 from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
+from .observing import ScopeOpener, current_scope
 
 if TYPE_CHECKING:
     from .context import ServerContext
@@ -119,7 +121,9 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
         return None
     settings = context.settings
     options = server_options(settings.grpc_max_message_bytes, settings.workers > 1)
-    server = grpc.aio.server(options=options)
+    protocols = {s.name: s.protocol or s.name for s in context.grpc_services}
+    scopes = _ScopeInterceptor(protocols, ScopeOpener(context.dataplane.observers))
+    server = grpc.aio.server(options=options, interceptors=[scopes])
     for service in context.grpc_services:
         service.add_to_server(server, context)
     address = f"{settings.host}:{settings.grpc_port}"
@@ -128,3 +132,85 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
     await server.start()
     log.info("grpc_started", address=address, services=sorted({s.name for s in context.grpc_services}))
     return server
+
+
+class _ScopeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Runs every handler inside a request scope (observing.py) named by its service's protocol.
+
+    The behaviour itself is wrapped, so the scope is set in the call's own task
+    (the dataplane and a direct scheduler read it there). Calls of services no
+    plugin declared (reflection) pass through unwrapped.
+    """
+
+    def __init__(self, protocols: dict[str, str], opener: ScopeOpener) -> None:
+        self._protocols = protocols
+        self._opener = opener
+        #: method -> (the handler it had, that handler wrapped): wrapped once, not per call.
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        method = details.method
+        if handler is None:
+            return handler
+        wrapped = self._wrapped.get(method)
+        if wrapped is None or wrapped[0] is not handler:
+            protocol = self._protocols.get(method.lstrip("/").partition("/")[0])
+            if protocol is None:
+                return handler
+            wrapped = self._wrapped[method] = (handler, _scoped_handler(handler, protocol, self._opener))
+        return wrapped[1]
+
+
+def _scoped_handler(
+    handler: grpc.RpcMethodHandler, protocol: str, opener: ScopeOpener
+) -> grpc.RpcMethodHandler:
+    """The same handler with its behaviour run inside a scope; streams keep theirs to the end."""
+    if not hasattr(handler, "_replace"):  # not grpc's own namedtuple: leave it as it is
+        return handler
+    if handler.unary_unary is not None:
+        unary = handler.unary_unary
+
+        async def scoped_unary(request: object, context: grpc.aio.ServicerContext) -> object:
+            scope = opener.open(protocol, _metadata, context)
+            token = current_scope.set(scope)
+            try:
+                return await unary(request, context)
+            finally:
+                current_scope.reset(token)
+                opener.close(scope)
+
+        return handler._replace(unary_unary=scoped_unary)
+    for kind in ("unary_stream", "stream_unary", "stream_stream"):
+        behaviour = getattr(handler, kind)
+        if behaviour is not None:
+            return handler._replace(**{kind: _scoped_stream(behaviour, protocol, opener)})
+    return handler
+
+
+def _scoped_stream(behaviour: Callable[..., Any], protocol: str, opener: ScopeOpener) -> Callable[..., Any]:
+    """A streaming behaviour counted under ``protocol``, as async as the one it wraps
+    (grpc.aio runs a plain function on a thread). A stream may carry many
+    requests: each is counted; streams are not traced."""
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def scoped_generator(request: object, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            current_scope.set(opener.quiet(protocol))
+            async for response in behaviour(request, context):
+                yield response
+
+        return scoped_generator
+
+    async def scoped_coroutine(request: object, context: grpc.aio.ServicerContext) -> Any:
+        current_scope.set(opener.quiet(protocol))
+        return await behaviour(request, context)
+
+    return scoped_coroutine
+
+
+def _metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
+    return {key: value for key, value in context.invocation_metadata() or () if isinstance(value, str)}

@@ -54,10 +54,7 @@ class InferenceRequest:
     ``outputs`` is ``None`` when the client asked for every output.
     ``deadline`` is set by the dataplane (deadlines.deadline_for), not by
     dialects: past it, no scheduler hands the request to a backend.
-    ``arrived_ns`` is set by the dataplane too. ``protocol`` is set by the
-    dialect that decoded it (``oip_http``, ``oip_grpc``, ``tfserving_rest``,
-    ``tfserving_grpc``, ``grps_http``, ``grps_grpc``; "other" when untagged):
-    the per-protocol metrics count it under that name.
+    ``arrived_ns`` is set by the dataplane too.
     """
 
     model_name: str
@@ -69,8 +66,6 @@ class InferenceRequest:
     deadline: Deadline | None = None
     #: ``time.perf_counter_ns()`` when the dataplane received it (0: not yet); queue time starts here.
     arrived_ns: int = 0
-    #: The dialect and transport it came in on; a fixed name chosen by the plugin, never the client.
-    protocol: str = "other"
 
     def input(self, name: str) -> Tensor | None:
         return next((t for t in self.inputs if t.name == name), None)

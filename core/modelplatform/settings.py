@@ -81,6 +81,10 @@ class Settings:
     metrics_interval_ms: int = 2000
     #: ``key=value`` options of the metrics (Triton's ``--metrics-config``), see docs/observability.md.
     metrics_config: tuple[str, ...] = ()
+    #: OTLP/HTTP traces endpoint (``http://collector:4318/v1/traces``); "" traces nothing.
+    trace_otlp_endpoint: str = ""
+    #: Trace one request in every ``trace_rate`` (Triton's rate); a sampled ``traceparent`` is always traced.
+    trace_rate: int = 1000
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -177,6 +181,7 @@ def _check(settings: Settings) -> None:
     _check_timeouts(settings)
     _check_drain(settings)
     _check_metrics(settings)
+    _check_tracing(settings)
 
 
 def _check_timeouts(settings: Settings) -> None:
@@ -191,6 +196,14 @@ def _check_drain(settings: Settings) -> None:
     for name in ("drain_delay_secs", "exit_timeout_secs"):
         if not 0 <= getattr(settings, name) <= MAX_DRAIN_SECS:
             raise InvalidArgument(f"{name} must be between 0 and {MAX_DRAIN_SECS:g}")
+
+
+def _check_tracing(settings: Settings) -> None:
+    if not 1 <= settings.trace_rate <= 2**31 - 1:
+        raise InvalidArgument("trace_rate must be 1 or more (one request traced in every trace_rate)")
+    endpoint = settings.trace_otlp_endpoint
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        raise InvalidArgument("trace_otlp_endpoint must be an http:// or https:// URL (OTLP/HTTP)")
 
 
 def _check_metrics(settings: Settings) -> None:

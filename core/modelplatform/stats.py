@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .observing import UNSCOPED, current_scope
+
 
 @dataclass(slots=True)
 class Duration:
@@ -210,18 +212,18 @@ class ModelStats:
     )
     #: Rows per backend execution.
     batch_sizes: Histogram = field(default_factory=lambda: Histogram(BATCH_SIZE_BUCKETS))
-    #: Requests by the protocol they came in on (``InferenceRequest.protocol``).
+    #: Requests by the protocol they came in on: the request scope's (observing.py),
+    #: which the transport edge opened; ``other`` for calls no edge scoped.
     protocols: dict[str, ProtocolStats] = field(default_factory=dict)
     #: Loads and unloads of the model by outcome; kept on the model's own entry (version "").
     loads: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     unloads: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
 
-    def record_success(
-        self, request_ns: int, queue_ns: int = 0, rows: int = 1, protocol: str = "other"
-    ) -> None:
+    def record_success(self, request_ns: int, queue_ns: int = 0, rows: int = 1) -> None:
         """A request of ``rows`` inferences (its batch size, as Triton counts) finished.
 
-        Its queue time is recorded here or by the scheduler.
+        Its queue time is recorded here or by the scheduler. Counted under the
+        protocol of the request scope it runs in, which learns the outcome.
         """
         self.durations["success"].add(request_ns)
         request_us = request_ns // 1000
@@ -230,21 +232,30 @@ class ModelStats:
             self.record_queue(queue_ns)
         self.inference_count += rows
         self.last_inference_ms = time.time_ns() // 1_000_000
-        by_protocol = self.protocols.get(protocol) or self._add_protocol(protocol)
+        by_protocol = self._ended(rows, "")
         by_protocol.success += 1
         by_protocol.duration.observe(request_us)
 
-    def record_failure(self, request_ns: int, reason: str = "OTHER", protocol: str = "other") -> None:
+    def record_failure(self, request_ns: int, reason: str = "OTHER") -> None:
         """A request failed; ``reason`` is one of :data:`FAILURE_REASONS`."""
         self.durations["fail"].add(request_ns)
         self.failures[reason] += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
-        (self.protocols.get(protocol) or self._add_protocol(protocol)).failure += 1
+        self._ended(0, reason).failure += 1
 
-    def _add_protocol(self, protocol: str) -> ProtocolStats:
-        """The first request of a protocol: its counters (protocols are named by plugins)."""
-        added = self.protocols[protocol] = ProtocolStats()
-        return added
+    def _ended(self, rows: int, failure: str) -> ProtocolStats:
+        """The counters of the current request's protocol; its scope learns what ended."""
+        scope = current_scope.get()
+        if scope is None:
+            protocol = UNSCOPED
+        else:
+            protocol = scope.protocol
+            if scope.observed:  # a quiet scope is shared: nobody reads it, nothing is written
+                scope.ended(self.name, self.version, rows, failure)
+        by_protocol = self.protocols.get(protocol)
+        if by_protocol is None:  # the first request of a protocol (names come from plugins)
+            by_protocol = self.protocols[protocol] = ProtocolStats()
+        return by_protocol
 
     def record_queue(self, queue_ns: int, count: int = 1) -> None:
         """Time ``count`` requests waited for an instance or a batch, ``queue_ns`` in all.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from modelplatform import (
     Settings,
     Tensor,
 )
+from modelplatform.observing import RequestScope, current_scope
 from modelplatform.stats import ModelStats, checked_buckets
 from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
 
@@ -165,9 +168,11 @@ def test_phase_clock_without_marks_puts_the_whole_call_in_infer():
 
 def test_histograms_and_protocol_counts_add_up_over_workers_and_loads_do_not():
     one, two = ModelStats("m", "1"), ModelStats("m", "1")
-    one.record_success(120_000, protocol="oip_http")  # 120 us: the 250 us bucket
-    two.record_success(7_000_000_000, protocol="grps_grpc")  # 7 s: the 10 s bucket
-    two.record_failure(5, "OTHER", "grps_grpc")
+    with scoped("oip_http"):
+        one.record_success(120_000)  # 120 us: the 250 us bucket
+    with scoped("grps_grpc"):
+        two.record_success(7_000_000_000)  # 7 s: the 10 s bucket
+        two.record_failure(5, "OTHER")
     one.record_execution(4, 30_000)
     for part in (one, two):
         part.record_load(True)
@@ -186,3 +191,30 @@ def test_histograms_and_protocol_counts_add_up_over_workers_and_loads_do_not():
 def test_bucket_bounds_are_checked(bounds):
     with pytest.raises(ValueError):
         checked_buckets(bounds)
+
+
+@contextmanager
+def scoped(protocol: str, observed: bool = False) -> Iterator[RequestScope]:
+    """Counts made inside run as if a transport edge of ``protocol`` had opened the call."""
+    scope = RequestScope(protocol, {}, observed)
+    token = current_scope.set(scope)
+    try:
+        yield scope
+    finally:
+        current_scope.reset(token)
+
+
+def test_the_scope_names_the_protocol_and_learns_the_outcome():
+    stats = ModelStats("m", "2")
+    stats.record_success(1_000)  # no edge opened a scope: a plugin's own call
+    with scoped("tfserving_rest", observed=True) as scope:
+        stats.record_success(2_000, rows=3)
+    assert (scope.model, scope.version, scope.batch_size, scope.ok, scope.failure) == ("m", "2", 3, True, "")
+    with scoped("tfserving_rest", observed=True) as failed:
+        stats.record_failure(500, "REJECTED")
+    assert (failed.ok, failed.failure, failed.counted) == (False, "REJECTED", True)
+    with scoped("tfserving_grpc") as quiet:  # shared by every unobserved call: never written
+        stats.record_success(3_000)
+    assert (quiet.model, quiet.counted) == ("", False)
+    counts = {p: (c.success, c.failure) for p, c in stats.protocols.items()}
+    assert counts == {"other": (1, 0), "tfserving_rest": (1, 1), "tfserving_grpc": (1, 0)}

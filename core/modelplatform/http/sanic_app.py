@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
-from ..declarations import BodyPolicy, HttpReply, HttpRequest
+from ..declarations import BodyPolicy, HttpHandler, HttpReply, HttpRequest, HttpRoute
+from ..observing import ScopeOpener, current_scope
 from .encoding import body_limit, call_route
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
@@ -40,8 +42,39 @@ _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
 
 
 def build_router(context: ServerContext) -> Router:
+    """Every dialect's routes, each handler run inside a request scope (observing.py)."""
     dialects = list(context.dialects.values())
-    return Router(dialects, {d.name: d.routes(context) for d in dialects})
+    opener = ScopeOpener(context.dataplane.observers)
+    routes = {
+        d.name: [_scoped(route, d.protocol or d.name, opener) for route in d.routes(context)]
+        for d in dialects
+    }
+    return Router(dialects, routes)
+
+
+def _scoped(route: HttpRoute, protocol: str, opener: ScopeOpener) -> HttpRoute:
+    """``route`` with its handler counted under ``protocol`` (one wrapper for both paths)."""
+    handler: HttpHandler = route.handler
+
+    async def scoped(request: HttpRequest) -> HttpReply:
+        scope = opener.open(protocol, _headers, request)
+        token = current_scope.set(scope)
+        streamed = False
+        try:
+            reply = await handler(request)
+            streamed = reply.streamed
+            return reply
+        finally:
+            # A streamed body is produced after this returns, in this task: it keeps the scope.
+            if not streamed:
+                current_scope.reset(token)
+                opener.close(scope)
+
+    return replace(route, handler=scoped)
+
+
+def _headers(request: HttpRequest) -> Mapping[str, str]:
+    return request.headers
 
 
 def create_app(context: ServerContext) -> Sanic:

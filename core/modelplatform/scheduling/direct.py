@@ -18,6 +18,7 @@ from ..backend import Backend
 from ..deadlines import Deadline
 from ..errors import Internal, ModelPlatformError
 from ..inference import InferenceRequest, InferenceResponse
+from ..observing import current_scope
 from ..stats import ModelStats
 from .instances import InstanceRing
 
@@ -59,10 +60,14 @@ class DirectScheduler:
             raise deadline.error()
         try:
             started = time.perf_counter_ns()
-            self._stats.record_queue(started - (request.arrived_ns or started))
+            queue_ns = started - (request.arrived_ns or started)
+            self._stats.record_queue(queue_ns)
             results = await instance.execute([request])
             input_ns, infer_ns, output_ns = instance.phases.split(started, time.perf_counter_ns())
             self._stats.record_execution(1, infer_ns, index, input_ns, output_ns)
+            scope = current_scope.get()  # this runs in the request's task
+            if scope is not None and scope.observed:
+                scope.note_phases(queue_ns, input_ns, infer_ns, output_ns)
         finally:
             self._release(index, instance)
         return _single(results)

@@ -23,6 +23,7 @@ from ..backend import Backend
 from ..errors import Internal, ModelPlatformError, QueueFull, Unavailable
 from ..inference import InferenceRequest, InferenceResponse
 from ..model_config import DynamicBatching, ModelConfig
+from ..observing import RequestScope, current_scope
 from ..stats import ModelStats
 from .instances import InstanceRing
 
@@ -41,6 +42,8 @@ class _Pending:
     cancelled: bool = field(default=False)
     #: In a batch handed to the backend: its deadline no longer applies.
     taken: bool = field(default=False)
+    #: The request's scope (observing.py): the worker task runs outside the request's context.
+    scope: RequestScope | None = None
 
     def expire(self) -> None:
         """The deadline passed: fail now unless a worker already took it."""
@@ -101,7 +104,11 @@ class DynamicBatcher:
         future = asyncio.get_running_loop().create_future()
         now = time.perf_counter_ns()
         arrived = request.arrived_ns or now
-        return _Pending(request, future, _rows(request), _signature(request), now, arrived)
+        pending = _Pending(request, future, _rows(request), _signature(request), now, arrived)
+        scope = current_scope.get()
+        if scope is not None and scope.observed:  # a tracer will read what the batch measures
+            pending.scope = scope
+        return pending
 
     async def _work(self, index: int, instance: Backend) -> None:
         while True:
@@ -163,6 +170,9 @@ class DynamicBatcher:
         input_ns, infer_ns, output_ns = instance.phases.split(started, time.perf_counter_ns())
         rows = sum(p.rows for p in batch)
         self._stats.record_execution(rows, infer_ns, index, input_ns, output_ns)
+        for pending in batch:
+            if pending.scope is not None:
+                pending.scope.note_phases(started - pending.arrived_ns, input_ns, infer_ns, output_ns)
         if len(results) != len(batch):
             results = [Internal(f"backend returned {len(results)} results for {len(batch)} requests")] * len(batch)
         for pending, result in zip(batch, results):

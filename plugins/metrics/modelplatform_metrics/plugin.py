@@ -1,9 +1,11 @@
-"""Hook implementations of the ``metrics`` plugin."""
+"""Hook implementations of the ``metrics`` plugin: the Prometheus families and the live page."""
 
 from __future__ import annotations
 
 from modelplatform import HttpDialect, ServerContext, Settings, hookimpl
 
+from .live_routes import DIALECT as LIVE_DIALECT
+from .live_routes import board_of, live_routes
 from .options import MetricsOptions
 from .routes import DIALECT, PATH, error_status, metrics_routes, service_of
 
@@ -12,13 +14,16 @@ from .routes import DIALECT, PATH, error_status, metrics_routes, service_of
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     options = MetricsOptions.from_settings(settings)  # a bad --metrics-config stops start-up here
     options.apply_buckets()  # before any model loads: their histograms take these bounds
+    # The live page is for people, not scrapers: it stays with --no-allow-metrics.
+    live = HttpDialect(LIVE_DIALECT, live_routes, error_status)
     if not options.allowed:
-        return []
-    return [HttpDialect(DIALECT, metrics_routes, error_status, path_prefix=PATH)]
+        return [live]
+    return [HttpDialect(DIALECT, metrics_routes, error_status, path_prefix=PATH), live]
 
 
 @hookimpl
 async def startup(server: ServerContext) -> None:
+    await board_of(server).start()
     if server.settings.allow_metrics:
         await service_of(server).start()
 
@@ -27,3 +32,4 @@ async def startup(server: ServerContext) -> None:
 async def shutdown(server: ServerContext) -> None:
     if server.settings.allow_metrics:
         await service_of(server).stop()
+    await board_of(server).stop()

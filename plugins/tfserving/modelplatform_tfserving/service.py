@@ -41,11 +41,9 @@ class Resolved:
 class TfService:
     """Bound to one server's dataplane; built once at start-up."""
 
-    def __init__(self, context: ServerContext, protocol: str = "other") -> None:
+    def __init__(self, context: ServerContext) -> None:
         self.dataplane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
-        #: The edge's name in the per-protocol metrics (tfserving_rest or tfserving_grpc).
-        self.protocol = protocol
 
     def resolve(self, selector: Selector, signature_name: str) -> Resolved:
         model = servable(self.dataplane, selector)
@@ -104,7 +102,6 @@ class TfService:
             model_version=model.version,
             inputs=tensors,
             outputs=[RequestedOutput(a.spec.name) for a in outputs],
-            protocol=self.protocol,
         )
         try:
             response = await self.dataplane.infer(request)

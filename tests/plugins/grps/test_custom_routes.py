@@ -26,7 +26,8 @@ def _repository(tmp_path: Path, path: str) -> Path:
         ("/grps/v1/infer/predict", "grps built-in"),  # grps's own route
         ("/v2/health/ready", "/v2/health/ready"),  # another dialect's static route
         ("/v2/models/custom_echo/infer", "/v2/models/{"),  # shadows a route with parameters
-        ("/", "grps built-in"),  # the monitor page
+        ("/grps/v1/monitor", "grps built-in"),  # grps's monitor page
+        ("/", "live page"),  # the server's live page (metrics plugin)
     ],
 )
 def test_colliding_custom_path_fails_at_start(tmp_path: Path, path: str, owner: str) -> None:

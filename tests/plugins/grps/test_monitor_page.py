@@ -1,4 +1,4 @@
-"""The monitor page at ``/`` renders charts with data in headless Chromium."""
+"""grps's own monitor page (``/grps/v1/monitor``; ``/`` is the server's live page) renders charts with data in headless Chromium."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ FLAGS = (
 
 
 def test_page_is_served_as_html_without_external_assets(grps_server: ServerProcess) -> None:
-    status, headers, page = call(grps_server, "GET", "/", content_type=None)
+    status, headers, page = call(grps_server, "GET", "/grps/v1/monitor", content_type=None)
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert b"/grps/v1/monitor/series" in page
     assert not re.search(rb"(src|href)=\"https?://", page), "the page must work offline"
@@ -46,7 +46,7 @@ def test_dashboard_draws_charts_with_data(grps_server: ServerProcess, tmp_path: 
         f"--user-data-dir={tmp_path / 'profile'}",
         "--virtual-time-budget=5000",
         "--dump-dom",
-        f"http://{grps_server.http_url}/",
+        f"http://{grps_server.http_url}/grps/v1/monitor",
     ]
     dom = subprocess.run(command, capture_output=True, text=True, timeout=90).stdout
     assert 'id="model-identity_bytes"' in dom, dom[:2000]

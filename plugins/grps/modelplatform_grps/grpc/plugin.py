@@ -9,4 +9,4 @@ from .servicer import SERVICE, add_to_server
 
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
-    return [GrpcService(SERVICE, add_to_server)]
+    return [GrpcService(SERVICE, add_to_server, protocol="grps_grpc")]

@@ -25,10 +25,6 @@ SERVICE = "grps.protos.v1.GrpsService"
 GRPC_DEADLINE = "gRPC deadline"
 
 
-#: The per-protocol metrics' name for grps over gRPC.
-PROTOCOL = "grps_grpc"
-
-
 class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
     def __init__(self, context: ServerContext, rt: GrpsRuntime) -> None:
         self.context = context
@@ -38,7 +34,6 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
         try:
             with self.rt.observed() as seen, transport_deadline(context.time_remaining(), GRPC_DEADLINE):
                 inference = self.rt.decode(Payload.of(request), request.model, "", seen)
-                inference.protocol = PROTOCOL
                 response = await self.rt.infer(inference)
                 return success(to_message(response, Payload.of(request).kind))
         except ModelPlatformError as error:
@@ -53,7 +48,6 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
             with self.rt.observed() as seen:
                 payload = Payload.of(request)
                 inference = self.rt.decode(payload, request.model, "", seen)
-                inference.protocol = PROTOCOL
                 async with self.rt.stream(inference) as responses:
                     async for response in responses:
                         yield success(to_message(response, payload.kind))

@@ -33,8 +33,6 @@ from ..runtime import GrpsRuntime, Observation
 
 log = structlog.get_logger("modelplatform.grps")
 PARAMETER = "grps.http_path"
-#: The per-protocol metrics' name for grps over HTTP (custom routes and /grps/v1 alike).
-PROTOCOL = "grps_http"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +84,7 @@ class CustomHandler:
         with observation:  # ends the observation unless a stream takes it over
             version = self._version(request.query.get("model", ""))
             raw = await self.runtime.dataplane.call_raw(
-                self.route.model, version, bytes(request.body), dict(request.headers), PROTOCOL
+                self.route.model, version, bytes(request.body), dict(request.headers)
             )
             if isinstance(raw.body, bytes):
                 return HttpReply(raw.status, raw.body, raw.content_type)

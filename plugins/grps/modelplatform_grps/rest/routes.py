@@ -1,4 +1,6 @@
-"""The ``/grps/v1`` routes and the monitor page on the shared HTTP port.
+"""The ``/grps/v1`` routes and grps's own monitor page (``/grps/v1/monitor``) on the shared HTTP port.
+
+The server's live page at ``/`` (every dialect) is the metrics plugin's.
 
 HTTP status equals ``status.code`` (as grps's Python server); every JSON
 answer carries ``status``. Everything is resolved here, at start-up.
@@ -24,7 +26,7 @@ from ..converter import Payload, single_bytes_of, to_message, to_ndarray
 from ..metadata import model_yaml, server_yaml
 from ..runtime import GrpsRuntime, Observation, runtime
 from ..status import failure, success
-from .custom import PROTOCOL, custom_routes
+from .custom import custom_routes
 from .json_io import JSON, dump_message, gtensors_reply, load_object, parse_predict
 from .streaming import stream_reply, wants_streaming
 
@@ -96,9 +98,7 @@ class GrpsRoutes:
 
         def decode(seen: Observation) -> tuple[str, InferenceRequest]:
             payload, payload_model = parse_predict(data) if data is not None else (Payload("bin_data", request.body), "")
-            inference = self.rt.decode(payload, payload_model, query.get("model", ""), seen)
-            inference.protocol = PROTOCOL
-            return payload.kind, inference
+            return payload.kind, self.rt.decode(payload, payload_model, query.get("model", ""), seen)
 
         if streaming:
             return await stream_reply(self.rt, decode)
@@ -158,7 +158,7 @@ def grps_routes(context: ServerContext) -> list[HttpRoute]:
     declared += [
         HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata),
         HttpRoute(BOTH, f"{PREFIX}/metadata/model", routes.model_metadata),
-        HttpRoute(("GET",), "/", routes.page),
+        HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page),
         HttpRoute(("GET",), f"{PREFIX}/monitor/series", routes.series),
         HttpRoute(("GET",), f"{PREFIX}/monitor/metrics", routes.metrics),
     ]

@@ -25,6 +25,7 @@ from modelplatform import (
 
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
+from .logging_ext import logging_routes
 
 MODEL = "/v2/models/{model}"
 VERSIONED = "/v2/models/{model}/versions/{version:int}"
@@ -100,7 +101,6 @@ class OipRoutes:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
-        inference.protocol = "oip_http"
         response = await self.dataplane.infer(inference)
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
@@ -154,4 +154,4 @@ def oip_routes(context: ServerContext) -> list[HttpRoute]:
             HttpRoute(("GET",), f"{prefix}/stats", routes.statistics),
             HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True),
         ]
-    return declared
+    return declared + logging_routes()

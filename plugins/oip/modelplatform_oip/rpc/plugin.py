@@ -11,7 +11,10 @@ from . import health, service
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
     return [
         GrpcService(
-            service.SERVICE, service.add_to_server, extensions=("model_configuration", "statistics")
+            service.SERVICE,
+            service.add_to_server,
+            extensions=("model_configuration", "statistics"),
+            protocol="oip_grpc",
         ),
         GrpcService(health.HEALTH_SERVICE, health.add_to_server),
     ]

@@ -92,7 +92,6 @@ class OipService:
         self, request: pb.ModelInferRequest, context: Any
     ) -> pb.ModelInferResponse:
         inference = decode_request(request, self.limits)
-        inference.protocol = "oip_grpc"
         return encode_response(await self.dataplane.infer(inference))
 
     async def model_stream_infer(
@@ -129,7 +128,6 @@ class OipService:
         try:
             try:
                 inference = decode_request(request, self.limits)
-                inference.protocol = "oip_grpc"
                 reply = pb.ModelStreamInferResponse(
                     infer_response=encode_response(await self.dataplane.infer(inference))
                 )

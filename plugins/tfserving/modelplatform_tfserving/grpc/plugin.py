@@ -8,10 +8,12 @@ from modelplatform import GrpcService, Settings, hookimpl
 from ..warmup import warmup_requests as warmup_requests
 from .servicer import add_model_service, add_prediction_service
 
+PROTOCOL = "tfserving_grpc"
+
 
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
     return [
-        GrpcService("tensorflow.serving.PredictionService", add_prediction_service),
-        GrpcService("tensorflow.serving.ModelService", add_model_service),
+        GrpcService("tensorflow.serving.PredictionService", add_prediction_service, protocol=PROTOCOL),
+        GrpcService("tensorflow.serving.ModelService", add_model_service, protocol=PROTOCOL),
     ]

@@ -47,7 +47,7 @@ def model_spec(target: Resolved, signature_name: str) -> Any:
 
 class PredictionServicer(services.PredictionServiceServicer):
     def __init__(self, context: ServerContext) -> None:
-        self.service = TfService(context, protocol="tfserving_grpc")
+        self.service = TfService(context)
 
     def _resolve(self, spec: Any) -> Resolved:
         return self.service.resolve(selector(spec), spec.signature_name)

@@ -12,4 +12,4 @@ from .routes import DIALECT, render_error, tfserving_routes
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(DIALECT, tfserving_routes, http_status, render_error, path_prefix="/v1/")]
+    return [HttpDialect(DIALECT, tfserving_routes, http_status, render_error, path_prefix="/v1/", protocol="tfserving_rest")]

@@ -50,7 +50,7 @@ def _selector(request: HttpRequest) -> Selector:
 
 class TfRoutes:
     def __init__(self, context: ServerContext) -> None:
-        self.service = TfService(context, protocol="tfserving_rest")
+        self.service = TfService(context)
         self.dataplane = context.dataplane
 
     async def other(self, request: HttpRequest) -> HttpReply:

@@ -1,0 +1,59 @@
+"""Micro-benchmark: what the request scope and tracing add to one HTTP route call.
+
+Times the core's route wrapper (http/sanic_app._scoped) around a handler that
+counts one success in a ModelStats, as a real inference does, with: no
+wrapper (the handler alone), the wrapper and tracing off (no observers, the
+default), tracing on at Triton's default rate (1 in 1000), and tracing every
+request (rate 1; spans go to the batch processor, exported on its thread).
+
+    python benchmarks/tracing_cost.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from modelplatform.declarations import HttpReply, HttpRequest, HttpRoute
+from modelplatform.http.sanic_app import _scoped
+from modelplatform.observing import ScopeOpener
+from modelplatform.stats import ModelStats
+from modelplatform.testing import free_port
+from modelplatform_tracing.spans import SpanWriter
+
+CALLS = 50_000
+REPLY = HttpReply(200, b"{}")
+
+
+def main() -> None:
+    stats = ModelStats("simple", "1")
+
+    async def handler(request: HttpRequest) -> HttpReply:
+        stats.record_success(1000, 0, 1)
+        return REPLY
+
+    route = HttpRoute(("POST",), "/v2/models/simple/infer", handler)
+    request = HttpRequest("POST", route.path, {}, {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-00"})
+    endpoint = f"http://127.0.0.1:{free_port()}/v1/traces"  # nobody listens: export fails off the loop
+    cases = {
+        "handler alone": route,
+        "scoped, tracing off": _scoped(route, "oip_http", ScopeOpener([])),
+        "tracing on, rate 1000": _scoped(route, "oip_http", ScopeOpener([SpanWriter(endpoint, 1000, "bench")])),
+        "tracing on, rate 1": _scoped(route, "oip_http", ScopeOpener([SpanWriter(endpoint, 1, "bench")])),
+    }
+    for label, case in cases.items():
+        print(f"{label:24s} {asyncio.run(_time(case, request)):7.2f} us/call")
+
+
+async def _time(route: HttpRoute, request: HttpRequest) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for _ in range(CALLS):
+            await route.handler(request)
+        best = min(best, (time.perf_counter() - started) / CALLS * 1e6)
+    return best
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Triton's logging extension on HTTP: ``GET``/``POST /v2/logging`` read and change the
+server's log settings while it runs (``log_verbose_level`` > 0 writes debug events)."""
+
+from __future__ import annotations
+
+import orjson
+
+from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, log_settings, update_log_settings
+
+PATH = "/v2/logging"
+#: A settings document is a handful of fields; anything larger is not one.
+MAX_BODY_BYTES = 16 * 1024
+
+
+async def get_logging(request: HttpRequest) -> HttpReply:
+    return HttpReply(200, orjson.dumps(log_settings()))
+
+
+async def post_logging(request: HttpRequest) -> HttpReply:
+    try:
+        changes = orjson.loads(request.body)
+    except orjson.JSONDecodeError as error:
+        raise InvalidArgument(f"failed to parse the logging settings: {error}") from None
+    if not isinstance(changes, dict):
+        raise InvalidArgument("logging settings must be a JSON object")
+    return HttpReply(200, orjson.dumps(update_log_settings(changes)))
+
+
+def logging_routes() -> list[HttpRoute]:
+    return [
+        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0),
+        HttpRoute(("POST",), PATH, post_logging, max_body_bytes=MAX_BODY_BYTES),
+    ]

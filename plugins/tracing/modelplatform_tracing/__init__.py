@@ -1,0 +1,1 @@
+"""OpenTelemetry spans per inference request (the ``tracing`` plugin)."""
