@@ -118,6 +118,9 @@ def test_trace_count_limits_the_traced_requests_and_counts_down(
         infer(server, trace_id)
     assert len(traced(receiver, sent)) == 2
     assert client.get_trace_settings()["trace_count"] == "0"
+    forced = ids("b2", 1)
+    infer(server, forced[0], sampled=True)  # the caller's sampled flag passes a spent count
+    assert traced(receiver, forced) == set(forced)
 
 
 def test_a_model_setting_overrides_the_global_one_and_null_falls_back(
@@ -140,6 +143,11 @@ def test_a_model_setting_overrides_the_global_one_and_null_falls_back(
     for trace_id in after:
         infer(server, trace_id)
     assert traced(receiver, after) == set()
+
+
+def test_tensors_is_taken_and_listed_in_tritons_order(server: ServerProcess, client) -> None:
+    answer = client.update_trace_settings(settings={"trace_level": ["TENSORS", "TIMESTAMPS"]})
+    assert answer["trace_level"] == ["TIMESTAMPS", "TENSORS"]
 
 
 def test_a_global_change_reaches_models_that_follow_it(server: ServerProcess, client) -> None:
