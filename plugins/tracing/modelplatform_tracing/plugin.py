@@ -19,7 +19,10 @@ EXTENSIONS = ("trace",)
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(rest.DIALECT, rest.trace_routes, http_status, extensions=EXTENSIONS, protocol="oip_http")]
+    dialect = HttpDialect(
+        rest.DIALECT, rest.trace_routes, http_status, extensions=EXTENSIONS, protocol="oip_http"
+    )
+    return [dialect]
 
 
 @hookimpl

@@ -209,7 +209,9 @@ def _number(name: str, text: str, low: int, high: int) -> int:
     except ValueError:
         raise InvalidArgument(f"Unable to parse '{name}', got: {text[:64]}") from None
     if not low <= value <= high:
-        raise InvalidArgument(f"Unable to parse '{name}', value is out of range [ {low}, {high} ], got: {text[:64]}")
+        raise InvalidArgument(
+            f"Unable to parse '{name}', value is out of range [ {low}, {high} ], got: {text[:64]}"
+        )
     return value
 
 
