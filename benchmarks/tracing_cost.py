@@ -19,6 +19,7 @@ from modelplatform.http.sanic_app import _scoped
 from modelplatform.observing import ScopeOpener
 from modelplatform.stats import ModelStats
 from modelplatform.testing import free_port
+from modelplatform_tracing.settings import TraceSetting, TraceSettings
 from modelplatform_tracing.spans import SpanWriter
 
 CALLS = 50_000
@@ -38,11 +39,15 @@ def main() -> None:
     cases = {
         "handler alone": route,
         "scoped, tracing off": _scoped(route, "oip_http", ScopeOpener([])),
-        "tracing on, rate 1000": _scoped(route, "oip_http", ScopeOpener([SpanWriter(endpoint, 1000, "bench")])),
-        "tracing on, rate 1": _scoped(route, "oip_http", ScopeOpener([SpanWriter(endpoint, 1, "bench")])),
+        "tracing on, rate 1000": _scoped(route, "oip_http", ScopeOpener([SpanWriter(endpoint, _settings(1000), "bench")])),
+        "tracing on, rate 1": _scoped(route, "oip_http", ScopeOpener([SpanWriter(endpoint, _settings(1), "bench")])),
     }
     for label, case in cases.items():
         print(f"{label:24s} {asyncio.run(_time(case, request)):7.2f} us/call")
+
+
+def _settings(rate: int) -> TraceSettings:
+    return TraceSettings(TraceSetting(("TIMESTAMPS",), rate, -1), True, lambda on: None)
 
 
 async def _time(route: HttpRoute, request: HttpRequest) -> float:

@@ -86,7 +86,8 @@ _Source = TypeVar("_Source")
 
 
 class ScopeOpener:
-    """Opens and closes scopes for one edge; observers are read per call (added at start-up)."""
+    """Opens and closes scopes for one edge; observers are read per call (added at start-up, or
+    while running on the event loop: the tracing plugin's settings switch its writer)."""
 
     def __init__(self, observers: list[RequestObserver]) -> None:
         self.observers = observers

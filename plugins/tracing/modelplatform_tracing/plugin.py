@@ -1,42 +1,40 @@
-"""Hook implementations of the ``tracing`` plugin: off unless ``trace_otlp_endpoint`` is set.
+"""Hook implementations of the ``tracing`` plugin.
 
-When off, nothing is registered and requests pay nothing for tracing.
+Spans are written only with ``trace_otlp_endpoint`` set; Triton's trace
+extension (``/v2[/models/{m}]/trace/setting``, gRPC ``TraceSetting``) is
+served whenever the plugin is loaded, and advertised as ``trace``.
 """
 
 from __future__ import annotations
 
-import asyncio
+from modelplatform import GrpcService, HttpDialect, ServerContext, Settings, hookimpl
 
-import structlog
+from modelplatform_oip.api import http_status
 
-from modelplatform import ServerContext, hookimpl
+from . import rest, rpc
+from .tracing import tracing_of
 
-from .spans import SpanWriter
-
-log = structlog.get_logger("modelplatform.tracing")
+EXTENSIONS = ("trace",)
 
 
-class _Writers:
-    """The server's span writer, once started (ServerContext.shared keys it by type)."""
+@hookimpl
+def register_http_dialects(settings: Settings) -> list[HttpDialect]:
+    dialect = HttpDialect(
+        rest.DIALECT, rest.trace_routes, http_status, extensions=EXTENSIONS, protocol="oip_http"
+    )
+    return [dialect]
 
-    def __init__(self) -> None:
-        self.writer: SpanWriter | None = None
+
+@hookimpl
+def register_grpc_services(settings: Settings) -> list[GrpcService]:
+    return [GrpcService(rpc.SERVICE, rpc.add_to_server, extensions=EXTENSIONS, protocol="oip_grpc")]
 
 
 @hookimpl
 async def startup(server: ServerContext) -> None:
-    settings = server.settings
-    if not settings.trace_otlp_endpoint:
-        return
-    writer = SpanWriter(settings.trace_otlp_endpoint, settings.trace_rate, server.dataplane.server_name)
-    server.shared(_Writers, _Writers).writer = writer
-    server.dataplane.observers.append(writer)
-    log.info("tracing_started", endpoint=settings.trace_otlp_endpoint, rate=settings.trace_rate)
+    tracing_of(server).start()
 
 
 @hookimpl
 async def shutdown(server: ServerContext) -> None:
-    writer = server.shared(_Writers, _Writers).writer
-    if writer is not None:
-        server.dataplane.observers.remove(writer)
-        await asyncio.to_thread(writer.close)
+    await tracing_of(server).stop()

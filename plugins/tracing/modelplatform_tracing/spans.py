@@ -10,34 +10,37 @@ batch processor, which exports over OTLP/HTTP on its own thread.
 
 from __future__ import annotations
 
-import itertools
-
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from modelplatform import RequestScope
 
+from .settings import TraceSettings
+
 
 class SpanWriter:
-    """A RequestObserver: writes sampled requests as spans; ``rate`` is Triton's (1 in N)."""
+    """A RequestObserver: writes the requests the live trace settings sample as spans."""
 
-    def __init__(self, endpoint: str, rate: int, server_name: str) -> None:
+    def __init__(self, endpoint: str, settings: TraceSettings, server_name: str) -> None:
         resource = Resource.create({"service.name": server_name})
-        self._provider = TracerProvider(resource=resource)
+        # The settings decide which requests are traced; OpenTelemetry's default sampler would
+        # drop again a request the rate picked whose caller's traceparent is not sampled.
+        self._provider = TracerProvider(resource=resource, sampler=ALWAYS_ON)
         self._provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         self._tracer = self._provider.get_tracer("modelplatform")
         self._propagator = TraceContextTextMapPropagator()
-        self.rate = rate
-        self._seen = itertools.count(1)
+        self.settings = settings
 
     def request_finished(self, scope: RequestScope, ended_ns: int) -> None:
         # The flags' sampled bit is read off the header's text first: a request left out
         # by the rate costs no parsing. A malformed header is then ignored by extract().
-        if not _sampled_by_caller(scope.carrier.get("traceparent", "")) and next(self._seen) % self.rate:
+        forced = _sampled_by_caller(scope.carrier.get("traceparent", ""))
+        if not self.settings.sampler(scope.model).sample(forced):
             return
         parent = self._propagator.extract(scope.carrier)
         span = self._tracer.start_span(

@@ -13,7 +13,7 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
         GrpcService(
             service.SERVICE,
             service.add_to_server,
-            extensions=("model_configuration", "statistics"),
+            extensions=("model_configuration", "statistics", "logging"),
             protocol="oip_grpc",
         ),
         GrpcService(health.HEALTH_SERVICE, health.add_to_server),

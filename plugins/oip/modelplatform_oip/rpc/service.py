@@ -21,6 +21,7 @@ from google.protobuf import json_format
 from modelplatform import DataPlane, Limits, ModelPlatformError, ServerContext, grpc_guard, transport_deadline
 
 from ..protos import grpc_service_pb2 as pb
+from .logging_ext import log_settings_rpc
 from .tensors import decode_request, encode_response
 
 SERVICE = "inference.GRPCInferenceService"
@@ -177,5 +178,6 @@ def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
             request_deserializer=pb.ModelInferRequest.FromString,
             response_serializer=pb.ModelStreamInferResponse.SerializeToString,
         ),
+        "LogSettings": unary_method(log_settings_rpc, pb.LogSettingsRequest, pb.LogSettingsResponse),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

@@ -1,0 +1,58 @@
+"""The server's tracing: its live settings and, with an OTLP endpoint, its span writer.
+
+The writer is a request observer only while some setting traces: with every
+level OFF it is taken off the dataplane's observers, and requests pay for
+tracing no more than when it was never started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from modelplatform import ServerContext
+
+from .settings import TraceSetting, TraceSettings
+from .spans import SpanWriter
+
+log = structlog.get_logger("modelplatform.tracing")
+
+
+class Tracing:
+    def __init__(self, context: ServerContext) -> None:
+        settings = context.settings
+        self.endpoint = settings.trace_otlp_endpoint
+        default = TraceSetting(("TIMESTAMPS",) if self.endpoint else (), settings.trace_rate, -1)
+        self.settings = TraceSettings(default, bool(self.endpoint), self._switch)
+        self._context = context
+        self._writer: SpanWriter | None = None
+
+    def start(self) -> None:
+        if not self.endpoint:
+            return
+        self._writer = SpanWriter(self.endpoint, self.settings, self._context.dataplane.server_name)
+        self._switch(self.settings.on)
+        log.info("tracing_started", endpoint=self.endpoint, rate=self._context.settings.trace_rate)
+
+    async def stop(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._observe(writer, False)
+            await asyncio.to_thread(writer.close)
+
+    def _switch(self, on: bool) -> None:
+        if self._writer is not None:
+            self._observe(self._writer, on)
+
+    def _observe(self, writer: SpanWriter, on: bool) -> None:
+        observers = self._context.dataplane.observers
+        if on and writer not in observers:
+            observers.append(writer)
+        elif not on and writer in observers:
+            observers.remove(writer)
+
+
+def tracing_of(context: ServerContext) -> Tracing:
+    """The server's one Tracing, made on first use (routes and start-up may come in any order)."""
+    return context.shared(Tracing, lambda: Tracing(context))
