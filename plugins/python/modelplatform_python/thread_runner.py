@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InferenceRequest, InferenceResponse, ModelConfig, RawResponse
+from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, ModelConfig, RawResponse
 
 from .calls import InstanceCaller
 from .infer_runner import Infer, InferRunner
@@ -81,8 +81,11 @@ class ThreadRunner(InferRunner):
         last: Any = None
         async for last in self._iterate(inputs):
             pass
-        if last is None:
-            raise ValueError("generator model yielded nothing")
+        if last is None:  # the request asked for no step: no response to answer a unary call with
+            raise InvalidArgument(
+                f"model '{self.config.name}' yielded no response for this request; "
+                "a generator model answers a unary call with its last response"
+            )
         return last
 
     def _iterate(self, inputs: dict[str, np.ndarray]) -> AsyncIterator[Any]:
