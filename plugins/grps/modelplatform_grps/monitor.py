@@ -26,7 +26,9 @@ UNKNOWN = "(unknown)"
 #: The request-scope protocols of grps traffic (HTTP, custom routes included, and gRPC).
 GRPS_PROTOCOLS = ("grps_http", "grps_grpc")
 PERCENTILES = (50, 90, 99)
-KEYS = ["qps", "fail_rate", "latency_avg_ms", "latency_max_ms"] + [f"latency_p{p}_ms" for p in PERCENTILES]
+PERCENTILES_Q = tuple(p / 100.0 for p in PERCENTILES)
+KEYS = ["qps", "fail_rate", "latency_avg_ms", "latency_max_ms"]
+KEYS += [f"latency_p{p}_ms" for p in PERCENTILES]
 
 
 @dataclass(slots=True)
@@ -67,8 +69,8 @@ class Counts:
         successes = sum(self.buckets)
         latency = [0.0] * (2 + len(PERCENTILES))
         if successes:
-            latency = [self.sum_us / successes / 1000.0, quantile(self.bounds, self.buckets, 1.0) / 1000.0]
-            latency += [quantile(self.bounds, self.buckets, p / 100.0) / 1000.0 for p in PERCENTILES]
+            ms = [quantile(self.bounds, self.buckets, q) / 1000.0 for q in (1.0, *PERCENTILES_Q)]
+            latency = [self.sum_us / successes / 1000.0, *ms]
         return [float(self.requests), 100.0 * self.failures / self.requests, *latency]
 
 

@@ -43,7 +43,7 @@ class MonitorSampler:
     async def _sample_forever(self) -> None:
         while True:
             try:
-                asked = time.time()  # the counters read are at least as of now (siblings answer later)
+                asked = time.time()  # what is read is as of this moment or later (siblings answer later)
                 self._monitor.take(await self._dataplane.all_statistics(), asked)
             except Exception as error:  # noqa: BLE001 - a failed reading must not stop the next
                 log.warning("grps_monitor_sample_failed", error=f"{type(error).__name__}: {error}")

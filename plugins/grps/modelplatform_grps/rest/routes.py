@@ -8,9 +8,8 @@ answer carries ``status``. Everything is resolved here, at start-up.
 
 from __future__ import annotations
 
-from importlib import resources
-
 import time
+from importlib import resources
 
 import orjson
 
@@ -121,7 +120,8 @@ class GrpsRoutes:
 
     async def metrics(self, request: HttpRequest) -> HttpReply:
         monitor = self.rt.monitor
-        body = {"models": monitor.metrics(time.time()), "online": self.rt.online, "sampled_at": monitor.sampled_at}
+        now = time.time()
+        body = {"models": monitor.metrics(now), "online": self.rt.online, "sampled_at": monitor.sampled_at}
         return _json(orjson.dumps(body))
 
 
