@@ -2,15 +2,14 @@
 
 Kept as the server's shared ``GrpsRuntime`` (``context.shared``), created by
 whichever transport starts first, so online/offline, the default model and
-the monitor are the same for HTTP and gRPC.
+the monitor are the same for HTTP and gRPC. Nothing here counts requests: the
+monitor reads the shared statistics counters (``sampler.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 
 import structlog
 
@@ -20,17 +19,10 @@ from .converter import Limits, Payload, to_request
 from .models import choose_model
 from .monitor import Monitor
 from .options import GrpsOptions
+from .sampler import MonitorSampler
 
 log = structlog.get_logger("modelplatform.grps")
 DRAIN_REASON = "grps-offline"
-
-
-@dataclass(slots=True)
-class Observation:
-    """One request as the monitor sees it; ``failed`` may be set by a stream."""
-
-    model: str = "(unknown)"
-    failed: bool = False
 
 
 class GrpsRuntime:
@@ -40,6 +32,7 @@ class GrpsRuntime:
         self.options = GrpsOptions.from_settings(context.settings)
         self.limits = Limits.from_settings(context.settings)
         self.monitor = Monitor(self.options.monitor_window_secs)
+        self.sampler = MonitorSampler(self.monitor, self.dataplane)
         self.online = False
         self.set_online(self.options.start_online)
 
@@ -58,12 +51,9 @@ class GrpsRuntime:
 
     # ---- inference ----
 
-    def decode(
-        self, payload: Payload, payload_model: str, query_model: str, seen: Observation
-    ) -> InferenceRequest:
+    def decode(self, payload: Payload, payload_model: str, query_model: str) -> InferenceRequest:
         name, version = choose_model(payload_model, query_model, self.options.default_model)
         config = self.dataplane.model_config(name, version)
-        seen.model = name  # only known models get a series: clients cannot add keys
         return to_request(payload, name, version, config, self.limits)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
@@ -77,18 +67,6 @@ class GrpsRuntime:
             yield responses
         finally:
             await responses.aclose()  # type: ignore[attr-defined]
-
-    @contextlib.contextmanager
-    def observed(self) -> Iterator[Observation]:
-        """Time one grps request into the monitor (failed if it raises)."""
-        seen = Observation()
-        started = time.perf_counter()
-        ok = False
-        try:
-            yield seen
-            ok = not seen.failed
-        finally:
-            self.monitor.record(seen.model, time.perf_counter() - started, ok)
 
 
 def runtime(context: ServerContext) -> GrpsRuntime:

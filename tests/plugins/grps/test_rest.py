@@ -304,9 +304,15 @@ def test_custom_model_route_calls_count_in_the_model_statistics(grps_server: Ser
 def test_monitor_series_and_metrics_count_requests(grps_server: ServerProcess) -> None:
     for _ in range(3):
         call_json(grps_server, "POST", f"{PREDICT}?model=identity_bytes", {"str_data": "m"})
+    # A failure the statistics count (they do not count bodies grps refuses before the dataplane).
+    _chunks(grps_server, f"{PREDICT}?model=stream_fail&streaming=true", {"gmap": {"s_i32": {"COUNT": 1}}})
     import time
 
-    time.sleep(1.1)  # the current second is not reported until it is over
+    sent = time.time()
+    deadline = sent + 30  # the monitor reads the counters once a second, after the second is over
+    while call_json(grps_server, "GET", "/grps/v1/monitor/metrics", content_type=None)[1]["sampled_at"] <= sent:
+        assert time.time() < deadline, "the monitor was not sampled within 30 s"
+        time.sleep(0.2)
     status, series = call_json(grps_server, "GET", "/grps/v1/monitor/series?window=30", content_type=None)
     assert status == 200 and series["interval_secs"] == 1 and len(series["timestamps"]) == 30
     model = series["models"]["identity_bytes"]

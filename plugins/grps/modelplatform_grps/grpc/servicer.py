@@ -32,8 +32,8 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
 
     async def Predict(self, request: GrpsMessage, context: grpc.aio.ServicerContext) -> GrpsMessage:
         try:
-            with self.rt.observed() as seen, transport_deadline(context.time_remaining(), GRPC_DEADLINE):
-                inference = self.rt.decode(Payload.of(request), request.model, "", seen)
+            with transport_deadline(context.time_remaining(), GRPC_DEADLINE):
+                inference = self.rt.decode(Payload.of(request), request.model, "")
                 response = await self.rt.infer(inference)
                 return success(to_message(response, Payload.of(request).kind))
         except ModelPlatformError as error:
@@ -45,12 +45,11 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
         self, request: GrpsMessage, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[GrpsMessage]:
         try:
-            with self.rt.observed() as seen:
-                payload = Payload.of(request)
-                inference = self.rt.decode(payload, request.model, "", seen)
-                async with self.rt.stream(inference) as responses:
-                    async for response in responses:
-                        yield success(to_message(response, payload.kind))
+            payload = Payload.of(request)
+            inference = self.rt.decode(payload, request.model, "")
+            async with self.rt.stream(inference) as responses:
+                async for response in responses:
+                    yield success(to_message(response, payload.kind))
         except ModelPlatformError as error:
             yield from_error(error)
 

@@ -12,7 +12,6 @@ grps's own routes or each other (checked here) nor with another dialect's
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 import structlog
@@ -29,7 +28,7 @@ from modelplatform import (
 )
 
 from ..models import choose_model
-from ..runtime import GrpsRuntime, Observation
+from ..runtime import GrpsRuntime
 
 log = structlog.get_logger("modelplatform.grps")
 PARAMETER = "grps.http_path"
@@ -78,20 +77,19 @@ class CustomHandler:
         self.route = route
 
     async def __call__(self, request: HttpRequest) -> HttpReply:
-        observation = contextlib.ExitStack()
-        seen = observation.enter_context(self.runtime.observed())
-        seen.model = self.route.model
-        with observation:  # ends the observation unless a stream takes it over
-            version = self._version(request.query.get("model", ""))
-            raw = await self.runtime.dataplane.call_raw(
-                self.route.model, version, bytes(request.body), dict(request.headers)
-            )
-            if isinstance(raw.body, bytes):
-                return HttpReply(raw.status, raw.body, raw.content_type)
-            # The first chunk comes before the reply: an early error keeps its status.
+        version = self._version(request.query.get("model", ""))
+        raw = await self.runtime.dataplane.call_raw(
+            self.route.model, version, bytes(request.body), dict(request.headers)
+        )
+        if isinstance(raw.body, bytes):
+            return HttpReply(raw.status, raw.body, raw.content_type)
+        # The first chunk comes before the reply: an early error keeps its status.
+        try:
             first = await anext(raw.body, None)
-            body = _rest(observation.pop_all(), seen, first, raw.body, self.route.model)
-        return HttpReply(raw.status, body, raw.content_type)
+        except BaseException:
+            await raw.body.aclose()  # type: ignore[attr-defined]
+            raise
+        return HttpReply(raw.status, _rest(first, raw.body, self.route.model), raw.content_type)
 
     def _version(self, query_model: str) -> str:
         if not query_model:
@@ -103,7 +101,7 @@ class CustomHandler:
 
 
 async def _rest(
-    observation: contextlib.ExitStack, seen: Observation, first: bytes | None, chunks: AsyncIterator[bytes], model: str
+    first: bytes | None, chunks: AsyncIterator[bytes], model: str
 ) -> AsyncIterator[bytes]:
     """The stream after its first chunk; an error ends it early (headers are gone), logged."""
     try:
@@ -112,11 +110,9 @@ async def _rest(
             yield item
             item = await anext(chunks, None)
     except ModelPlatformError as error:
-        seen.failed = True
         log.error("grps_custom_stream_failed", model=model, error=error.message)
     finally:
         await chunks.aclose()  # type: ignore[attr-defined]
-        observation.close()
 
 
 def custom_routes(context: ServerContext, runtime: GrpsRuntime, reserved: Iterable[str]) -> list[HttpRoute]:

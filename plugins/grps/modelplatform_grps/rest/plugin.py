@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from modelplatform import HttpDialect, Settings, hookimpl
+from modelplatform import HttpDialect, ServerContext, Settings, hookimpl
 
+from ..runtime import runtime
 from ..status import status_code
 from .routes import DIALECT, PREFIX, grps_routes, render_error
 
@@ -11,3 +12,14 @@ from .routes import DIALECT, PREFIX, grps_routes, render_error
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     return [HttpDialect(DIALECT, grps_routes, status_code, render_error, path_prefix=f"{PREFIX}/", protocol="grps_http")]
+
+
+@hookimpl
+async def startup(server: ServerContext) -> None:
+    # The monitor page is served over HTTP only: this plugin feeds it.
+    runtime(server).sampler.start()
+
+
+@hookimpl
+async def shutdown(server: ServerContext) -> None:
+    await runtime(server).sampler.stop()

@@ -8,6 +8,7 @@ answer carries ``status``. Everything is resolved here, at start-up.
 
 from __future__ import annotations
 
+import time
 from importlib import resources
 
 import orjson
@@ -24,7 +25,7 @@ from modelplatform import (
 
 from ..converter import Payload, single_bytes_of, to_message, to_ndarray
 from ..metadata import model_yaml, server_yaml
-from ..runtime import GrpsRuntime, Observation, runtime
+from ..runtime import GrpsRuntime, runtime
 from ..status import failure, success
 from .custom import custom_routes
 from .json_io import JSON, dump_message, gtensors_reply, load_object, parse_predict
@@ -96,15 +97,14 @@ class GrpsRoutes:
         if streaming and as_ndarray:
             raise InvalidArgument("Streaming and return-ndarray are not supported at the same time.")
 
-        def decode(seen: Observation) -> tuple[str, InferenceRequest]:
+        def decode() -> tuple[str, InferenceRequest]:
             payload, payload_model = parse_predict(data) if data is not None else (Payload("bin_data", request.body), "")
-            return payload.kind, self.rt.decode(payload, payload_model, query.get("model", ""), seen)
+            return payload.kind, self.rt.decode(payload, payload_model, query.get("model", ""))
 
         if streaming:
             return await stream_reply(self.rt, decode)
-        with self.rt.observed() as seen:
-            kind, inference = decode(seen)
-            return _answer(await self.rt.infer(inference), kind, as_ndarray)
+        kind, inference = decode()
+        return _answer(await self.rt.infer(inference), kind, as_ndarray)
 
     # ---- monitor ----
 
@@ -116,10 +116,13 @@ class GrpsRoutes:
             window = int(request.query.get("window", "60"))
         except ValueError:
             raise InvalidArgument("window must be a whole number of seconds") from None
-        return _json(orjson.dumps(self.rt.monitor.series(window)))
+        return _json(orjson.dumps(self.rt.monitor.series(window, time.time())))
 
     async def metrics(self, request: HttpRequest) -> HttpReply:
-        return _json(orjson.dumps({"models": self.rt.monitor.metrics(), "online": self.rt.online}))
+        monitor = self.rt.monitor
+        now = time.time()
+        body = {"models": monitor.metrics(now), "online": self.rt.online, "sampled_at": monitor.sampled_at}
+        return _json(orjson.dumps(body))
 
 
 def _predict_document(request: HttpRequest) -> dict | None:

@@ -4,7 +4,7 @@ Each chunk is the JSON of one GrpsMessage (status stamped SUCCESS), with no
 delimiter, as grps writes them; a ``bin_data`` request streams raw bytes.
 The first response is fetched before the reply is returned, so an early
 error keeps its status; an error after the first chunk ends the stream with
-a FAILURE message. The monitor times the whole stream.
+a FAILURE message.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from modelplatform import HttpReply, HttpRequest, InferenceRequest, InferenceRes
 
 from ..converter import single_bytes_of, to_message
 from ..options import GrpsOptions
-from ..runtime import GrpsRuntime, Observation
+from ..runtime import GrpsRuntime
 from ..status import from_error, success
 from .json_io import dump_message
 
-#: Decodes the request inside the monitor's observation: (payload kind, request).
-Decode = Callable[[Observation], tuple[str, InferenceRequest]]
+#: Decodes the request when the stream starts: (payload kind, request).
+Decode = Callable[[], tuple[str, InferenceRequest]]
 
 
 def wants_streaming(options: GrpsOptions, request: HttpRequest, data: dict[str, Any] | None) -> bool:
@@ -53,19 +53,17 @@ async def stream_reply(runtime: GrpsRuntime, decode: Decode) -> HttpReply:
 
 
 async def _chunks(runtime: GrpsRuntime, decode: Decode) -> AsyncIterator[bytes]:
-    with runtime.observed() as seen:
-        kind, inference = decode(seen)
-        async with runtime.stream(inference) as responses:
-            started = False
-            try:
-                async for item in responses:
-                    started = True
-                    yield chunk(item, kind)
-            except ModelPlatformError as error:
-                if not started:
-                    raise
-                seen.failed = True
-                yield dump_message(from_error(error))
+    kind, inference = decode()
+    async with runtime.stream(inference) as responses:
+        started = False
+        try:
+            async for item in responses:
+                started = True
+                yield chunk(item, kind)
+        except ModelPlatformError as error:
+            if not started:
+                raise
+            yield dump_message(from_error(error))
 
 
 async def _starting_with(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
