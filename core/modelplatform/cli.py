@@ -255,8 +255,10 @@ def serve(
     settings = _settings(config, overrides)
     _require_repository(settings, model_repository)
     configure(settings.log_verbose, settings.log_format)
+    from .allocator import tune_allocator
     from .server import run
 
+    tune_allocator()  # before any thread or worker exists (allocator.py says why)
     run(settings)
 
 
