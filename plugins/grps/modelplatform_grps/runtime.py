@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from modelplatform import DataPlane, InferenceRequest, InferenceResponse, ServerContext
+from modelplatform import DataPlane, InferenceRequest, InferenceResponse, ServerContext, counted_in_call
 
 from .converter import Limits, Payload, to_request
 from .models import choose_model
@@ -65,6 +65,12 @@ class GrpsRuntime:
         config = self.dataplane.model_config(name, version)
         seen.model = name  # only known models get a series: clients cannot add keys
         return to_request(payload, name, version, config, self.limits)
+
+    def refused(self, model: str) -> None:
+        """A request answered with a failure: counted as a refusal of ``model`` (or of model
+        "" when the server does not know it) unless the dataplane already counted it."""
+        if not counted_in_call():
+            self.dataplane.count_refused(model)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         return await self.dataplane.infer(request)
