@@ -82,12 +82,6 @@ class RequestScope:
 current_scope: ContextVar[RequestScope | None] = ContextVar("modelplatform_request_scope", default=None)
 
 
-def note_counted(scope: RequestScope) -> None:
-    """The statistics counted a request of the call ``scope`` is the quiet scope of."""
-    if scope.twin is not None:  # the twin has none: set once per call
-        current_scope.set(scope.twin)
-
-
 def counted_in_call() -> bool:
     """Whether the statistics counted a request since the edge set this call's scope."""
     scope = current_scope.get()

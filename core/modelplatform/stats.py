@@ -247,16 +247,14 @@ class ModelStats:
     def _ended(self, rows: int, failure: str, protocol: str = "") -> ProtocolStats:
         """The counters of the current request's protocol; its scope learns what ended."""
         scope = current_scope.get()
-        if protocol:
-            pass
-        elif scope is None:
-            protocol = UNSCOPED
+        if scope is None:
+            protocol = protocol or UNSCOPED
         else:
-            protocol = scope.protocol
+            protocol = protocol or scope.protocol
             if scope.observed:  # a quiet scope is shared: nobody reads it, nothing is written
                 scope.ended(self.name, self.version, rows, failure)
-            elif scope.twin is not None:  # ... but the edge must learn that this call was counted
-                current_scope.set(scope.twin)  # (observing.note_counted, inline: the hot path)
+            elif scope.twin is not None:  # ... but the edge must learn that the call was counted:
+                current_scope.set(scope.twin)  # its counted twin (observing.py), once per call
         by_protocol = self.protocols.get(protocol)
         if by_protocol is None:  # the first request of a protocol (names come from plugins)
             by_protocol = self.protocols[protocol] = ProtocolStats()
