@@ -59,7 +59,7 @@ from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Ten
 from .logging import log_settings, update_log_settings
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
-from .observing import RequestObserver, RequestScope
+from .observing import RequestObserver, RequestScope, counted_in_call
 from .plugins import hookimpl
 from .settings import Limits, Settings
 from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
@@ -116,6 +116,7 @@ __all__ = [
     "ModelStats",
     "RequestObserver",
     "RequestScope",
+    "counted_in_call",
     "log_settings",
     "update_log_settings",
     "NotFound",

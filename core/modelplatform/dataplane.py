@@ -291,6 +291,12 @@ class DataPlane:
         stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
         return _finish(response, request, model)
 
+    def count_refused(self, name: str, protocol: str = "") -> None:
+        """A request a dialect refused before asking the dataplane (a body it could not
+        decode, a model it resolved itself): one failure OTHER, under ``name`` when the
+        server knows it, else under ""; ``protocol`` when no request scope is set."""
+        self._models.counters_of(name).record_failure(0, "OTHER", protocol)
+
     def _count_refused(self, name: str, started: int) -> None:
         """A request no READY version answered: counted in its model's own counters when
         the server knows that name, else under "" (clients must not create label values)."""

@@ -100,6 +100,11 @@ class HttpRoute:
     docs/architecture.md); their handlers must not depend on the query string
     (the lane passes requests with one to Sanic). ``ignore_case`` matches the
     template's literal text case-insensitively (TF Serving does).
+    ``model_param`` makes it an inference route: an error answer the statistics
+    never saw (a body the dialect could not decode, a model it resolved itself,
+    a body over the limit) counts as a failure ``OTHER`` of the model that
+    path parameter names ("": a route whose model is named in the body; such
+    refusals count under model "").
     """
 
     methods: tuple[str, ...]
@@ -109,6 +114,8 @@ class HttpRoute:
     max_body_bytes: int | None = None
     hot: bool = False
     ignore_case: bool = False
+    #: The path parameter naming the model; None: not an inference route.
+    model_param: str | None = None
     #: Says who declared the route in start-up errors (e.g. which model's custom path).
     name: str = ""
 
@@ -155,9 +162,15 @@ class GrpcService:
     service name (``inference.GRPCInferenceService``); several declarations may
     share one when each handles different methods. ``protocol`` is the label
     its requests are counted under (``oip_grpc``; default: ``name``).
+    ``inference_methods`` names its unary inference methods, each with how its
+    request message names the model: a call of one that fails (an abort, a
+    status other than OK) without the statistics counting it counts as a
+    failure ``OTHER`` of that model.
     """
 
     name: str
     add_to_server: Callable[[Any, ServerContext], None]
     extensions: tuple[str, ...] = ()
     protocol: str = ""
+    #: Method name (``ModelInfer``) -> the model its request message names.
+    inference_methods: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)

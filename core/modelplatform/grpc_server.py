@@ -6,6 +6,7 @@ loop Sanic serves on, so HTTP and gRPC requests meet in the same schedulers.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +17,7 @@ import structlog
 
 from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
-from .observing import ScopeOpener, current_scope
+from .observing import ScopeOpener, counted_in_call, current_scope
 
 if TYPE_CHECKING:
     from .context import ServerContext
@@ -122,7 +123,11 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
     settings = context.settings
     options = server_options(settings.grpc_max_message_bytes, settings.workers > 1)
     protocols = {s.name: s.protocol or s.name for s in context.grpc_services}
-    scopes = _ScopeInterceptor(protocols, ScopeOpener(context.dataplane.observers))
+    refusals = _Refusals(context.dataplane.count_refused, {
+        f"/{s.name}/{method}": model_of
+        for s in context.grpc_services for method, model_of in s.inference_methods.items()
+    })  # fmt: skip
+    scopes = _ScopeInterceptor(protocols, ScopeOpener(context.dataplane.observers), refusals)
     server = grpc.aio.server(options=options, interceptors=[scopes])
     for service in context.grpc_services:
         service.add_to_server(server, context)
@@ -142,9 +147,10 @@ class _ScopeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     plugin declared (reflection) pass through unwrapped.
     """
 
-    def __init__(self, protocols: dict[str, str], opener: ScopeOpener) -> None:
+    def __init__(self, protocols: dict[str, str], opener: ScopeOpener, refusals: _Refusals) -> None:
         self._protocols = protocols
         self._opener = opener
+        self._refusals = refusals
         #: method -> (the handler it had, that handler wrapped): wrapped once, not per call.
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
@@ -162,14 +168,50 @@ class _ScopeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             protocol = self._protocols.get(method.lstrip("/").partition("/")[0])
             if protocol is None:
                 return handler
-            wrapped = self._wrapped[method] = (handler, _scoped_handler(handler, protocol, self._opener))
+            model_of = self._refusals.models.get(method)
+            scoped = _scoped_handler(handler, protocol, self._opener, self._refusals.counter(model_of))
+            wrapped = self._wrapped[method] = (handler, scoped)
         return wrapped[1]
 
 
+#: Counts a refused call of an inference method: (its request message) -> None.
+_RefusalCount = Callable[[Any], None]
+
+
+class _Refusals:
+    """Counts failed calls of inference methods that no counter saw (GrpcService.inference_methods)."""
+
+    def __init__(self, count_refused: Callable[[str], None], models: dict[str, Callable[[Any], str]]) -> None:
+        self.count_refused = count_refused
+        self.models = models
+
+    def counter(self, model_of: Callable[[Any], str] | None) -> _RefusalCount | None:
+        if model_of is None:
+            return None
+        count_refused = self.count_refused
+
+        def count(request: Any) -> None:
+            if not counted_in_call():
+                count_refused(_model_named(model_of, request))
+
+        return count
+
+
+def _model_named(model_of: Callable[[Any], str], request: Any) -> str:
+    try:
+        name = model_of(request)
+    except Exception:  # noqa: BLE001 - a malformed message names no model
+        return ""
+    return name if isinstance(name, str) else ""
+
+
 def _scoped_handler(
-    handler: grpc.RpcMethodHandler, protocol: str, opener: ScopeOpener
+    handler: grpc.RpcMethodHandler, protocol: str, opener: ScopeOpener, refused: _RefusalCount | None
 ) -> grpc.RpcMethodHandler:
-    """The same handler with its behaviour run inside a scope; streams keep theirs to the end."""
+    """The same handler with its behaviour run inside a scope; streams keep theirs to the end.
+
+    A unary inference method (``refused`` given) that fails uncounted counts as a refusal.
+    """
     if not hasattr(handler, "_replace"):  # not grpc's own namedtuple: leave it as it is
         return handler
     if handler.unary_unary is not None:
@@ -180,6 +222,12 @@ def _scoped_handler(
             token = current_scope.set(scope)
             try:
                 return await unary(request, context)
+            except asyncio.CancelledError:
+                raise  # the client left or its deadline passed: the dataplane counts that
+            except BaseException:  # an abort (grpc_guard turns every error into one)
+                if refused is not None:
+                    refused(request)
+                raise
             finally:
                 current_scope.reset(token)
                 opener.close(scope)

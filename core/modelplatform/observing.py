@@ -18,6 +18,14 @@ shared by every call of that protocol and never written (``observed`` is
 false): the edge then only sets and resets the variable, and allocates
 nothing. Streams get the quiet scope too (they carry many requests and are
 not traced). This module imports no transport.
+
+Whether the statistics counted the call at all matters to the edge: a call
+answered with an error that no counter saw (a body the dialect could not
+decode, a model name the dialect resolved itself) is counted there as a
+refusal (:func:`counted_in_call`). A quiet scope cannot remember it, being
+shared; the statistics swap it, once per call, for its *counted twin*, a
+second shared scope of the same protocol: one context-variable set, no
+allocation.
 """
 
 from __future__ import annotations
@@ -54,16 +62,15 @@ class RequestScope:
     compute_input_ns: int = 0
     compute_infer_ns: int = 0
     compute_output_ns: int = 0
-
-    @property
-    def counted(self) -> bool:
-        """Whether the request reached a model's counters (health and metadata calls do not)."""
-        return bool(self.model) or bool(self.failure)
+    #: Whether the statistics counted a request of this call (a quiet scope: never).
+    counted: bool = False
+    #: A quiet scope's counted twin, which the statistics set in its place (None otherwise).
+    twin: RequestScope | None = None
 
     def ended(self, model: str, version: str, batch_size: int, failure: str) -> None:
         """The statistics counted a request of this call (``failure``: "" when it succeeded)."""
         self.model, self.version, self.batch_size = model, version, batch_size
-        self.ok, self.failure = not failure, failure
+        self.ok, self.failure, self.counted = not failure, failure, True
 
     def note_phases(self, queue_ns: int, input_ns: int, infer_ns: int, output_ns: int) -> None:
         self.queue_ns += queue_ns
@@ -73,6 +80,12 @@ class RequestScope:
 
 
 current_scope: ContextVar[RequestScope | None] = ContextVar("modelplatform_request_scope", default=None)
+
+
+def counted_in_call() -> bool:
+    """Whether the statistics counted a request since the edge set this call's scope."""
+    scope = current_scope.get()
+    return scope is not None and scope.counted
 
 
 class RequestObserver(Protocol):
@@ -105,7 +118,8 @@ class ScopeOpener:
         """The shared, never-written scope of ``protocol``: it only names the protocol."""
         scope = self._quiet.get(protocol)
         if scope is None:
-            scope = self._quiet[protocol] = RequestScope(protocol, _NO_CARRIER)
+            twin = RequestScope(protocol, _NO_CARRIER, counted=True)
+            scope = self._quiet[protocol] = RequestScope(protocol, _NO_CARRIER, twin=twin)
         return scope
 
     def close(self, scope: RequestScope) -> None:

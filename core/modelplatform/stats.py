@@ -236,22 +236,25 @@ class ModelStats:
         by_protocol.success += 1
         by_protocol.duration.observe(request_us)
 
-    def record_failure(self, request_ns: int, reason: str = "OTHER") -> None:
-        """A request failed; ``reason`` is one of :data:`FAILURE_REASONS`."""
+    def record_failure(self, request_ns: int, reason: str = "OTHER", protocol: str = "") -> None:
+        """A request failed; ``reason`` is one of :data:`FAILURE_REASONS`; ``protocol``
+        names the transport when no request scope is set (an edge refusing a call)."""
         self.durations["fail"].add(request_ns)
         self.failures[reason] += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
-        self._ended(0, reason).failure += 1
+        self._ended(0, reason, protocol).failure += 1
 
-    def _ended(self, rows: int, failure: str) -> ProtocolStats:
+    def _ended(self, rows: int, failure: str, protocol: str = "") -> ProtocolStats:
         """The counters of the current request's protocol; its scope learns what ended."""
         scope = current_scope.get()
         if scope is None:
-            protocol = UNSCOPED
+            protocol = protocol or UNSCOPED
         else:
-            protocol = scope.protocol
+            protocol = protocol or scope.protocol
             if scope.observed:  # a quiet scope is shared: nobody reads it, nothing is written
                 scope.ended(self.name, self.version, rows, failure)
+            elif scope.twin is not None:  # ... but the edge must learn that the call was counted:
+                current_scope.set(scope.twin)  # its counted twin (observing.py), once per call
         by_protocol = self.protocols.get(protocol)
         if by_protocol is None:  # the first request of a protocol (names come from plugins)
             by_protocol = self.protocols[protocol] = ProtocolStats()

@@ -34,8 +34,10 @@ _REFUSED_Q = ("q=0", "q=0.0", "q=0.00", "q=0.000")
 
 
 async def call_route(route: HttpRoute, request: HttpRequest, max_request_bytes: int) -> HttpReply:
-    """The route's handler on the decoded body; its answer compressed when the route is hot."""
-    reply = await route.handler(decoded_request(request, body_limit(route, max_request_bytes)))
+    """The route's handler (which undoes the body's Content-Encoding: sanic_app._scoped, so
+    that a body which does not inflate is refused inside the request scope); its answer
+    compressed when the route is hot."""
+    reply = await route.handler(request)
     return encoded_reply(request.headers, reply) if route.hot else reply
 
 

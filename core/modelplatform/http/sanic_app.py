@@ -18,8 +18,8 @@ from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
 from ..declarations import BodyPolicy, HttpHandler, HttpReply, HttpRequest, HttpRoute
-from ..observing import ScopeOpener, current_scope
-from .encoding import body_limit, call_route
+from ..observing import ScopeOpener, counted_in_call, current_scope
+from .encoding import body_limit, call_route, decoded_request
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
 from .replies import send_reply
@@ -35,6 +35,7 @@ from .timeouts import NO_LIMIT_S, HttpTimeouts, within_response_timeout
 
 if TYPE_CHECKING:
     from ..context import ServerContext
+    from ..dataplane import DataPlane
     from ..draining import Drain
 
 _app_numbers = itertools.count()
@@ -45,26 +46,46 @@ def build_router(context: ServerContext) -> Router:
     """Every dialect's routes, each handler run inside a request scope (observing.py)."""
     dialects = list(context.dialects.values())
     opener = ScopeOpener(context.dataplane.observers)
+    dataplane, limit = context.dataplane, context.settings.max_request_bytes
     routes = {
-        d.name: [_scoped(route, d.protocol or d.name, opener) for route in d.routes(context)]
+        d.name: [_scoped(route, protocol_of(d), opener, dataplane, limit) for route in d.routes(context)]
         for d in dialects
     }
     return Router(dialects, routes)
 
 
-def _scoped(route: HttpRoute, protocol: str, opener: ScopeOpener) -> HttpRoute:
-    """``route`` with its handler counted under ``protocol`` (one wrapper for both paths)."""
+def protocol_of(dialect: HttpDialect) -> str:
+    """The ``protocol`` label the dialect's requests are counted under."""
+    return dialect.protocol or dialect.name
+
+
+def _scoped(
+    route: HttpRoute, protocol: str, opener: ScopeOpener, dataplane: DataPlane, max_request_bytes: int
+) -> HttpRoute:
+    """``route`` with its handler counted under ``protocol`` (one wrapper for both paths),
+    its body's Content-Encoding undone first.
+
+    On an inference route, an error answer no counter saw is counted as a refusal.
+    """
     handler: HttpHandler = route.handler
+    model_param = route.model_param
+    limit = body_limit(route, max_request_bytes)
 
     async def scoped(request: HttpRequest) -> HttpReply:
         scope = opener.open(protocol, _headers, request)
         token = current_scope.set(scope)
         streamed = False
+        failed = True
         try:
-            reply = await handler(request)
-            streamed = reply.streamed
+            reply = await handler(decoded_request(request, limit))
+            streamed, failed = reply.streamed, reply.status >= 400
             return reply
+        except asyncio.CancelledError:
+            failed = False  # the client left or the answer timed out: the dataplane counts it
+            raise
         finally:
+            if failed and model_param is not None and not counted_in_call():
+                dataplane.count_refused(request.params.get(model_param, "") if model_param else "")
             # A streamed body is produced after this returns, in this task: it keeps the scope.
             if not streamed:
                 current_scope.reset(token)
@@ -98,6 +119,7 @@ def create_app(context: ServerContext) -> Sanic:
         router, PathOwners(context.dialects.values()), context.settings.max_request_bytes, timeouts
     )
     dispatcher.drain = context.dataplane.drain
+    dispatcher.dataplane = context.dataplane
 
     async def every_route(request: Request, path: str = "") -> HTTPResponse | None:
         return await dispatcher.dispatch(request)
@@ -122,6 +144,8 @@ class Dispatcher:
         self.timeouts = timeouts
         #: Once the shutdown drain closes connections, every answer says ``Connection: close``.
         self.drain: Drain | None = None
+        #: Counts inference requests refused before their route's handler ran (413, 408, 400).
+        self.dataplane: DataPlane | None = None
 
     async def dispatch(self, request: Request) -> HTTPResponse | None:
         match = self.router.match(request.method, request.path)
@@ -135,15 +159,25 @@ class Dispatcher:
         except RequestTimeout as error:  # the client stalled its body: answer, then hang up
             close_after_reply(request)
             reply = match.dialect.render_error(str(error), error.status_code)
+            self.count_refused(match)
         except PayloadTooLarge as error:
             reply = match.dialect.render_error(_too_large(error), 413)
+            self.count_refused(match)
         except SanicException as error:
             reply = match.dialect.render_error(str(error) or "bad request", error.status_code)
+            self.count_refused(match)
         except Exception as error:  # noqa: BLE001 - rendered in the dialect's shape
             reply = route_failure(match.dialect, error, request.path, match.params)
         if self.drain is not None and self.drain.closing:
             end_keep_alive(request)
         return await send_reply(request, reply)
+
+    def count_refused(self, match: Match | None) -> None:
+        """An inference request refused before its handler ran (no scope is set yet)."""
+        if match is None or match.route.model_param is None or self.dataplane is None:
+            return
+        param = match.route.model_param
+        self.dataplane.count_refused(match.params.get(param, "") if param else "", protocol_of(match.dialect))
 
     def _miss(self, method: str, path: str) -> HttpReply:
         if self.router.allowed_methods(path):
@@ -152,6 +186,8 @@ class Dispatcher:
 
     async def framework_error(self, request: Request, error: Exception) -> HTTPResponse:
         """Errors Sanic raises before dispatch (a malformed head, a head over the limit)."""
+        if isinstance(error, (PayloadTooLarge, RequestTimeout)):
+            self.count_refused(self.router.match(request.method, request.path))
         if isinstance(error, PayloadTooLarge):
             reply = self.owners.render(request.path, _too_large(error), 413)
         elif isinstance(error, SanicException):

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import structlog
 
-from modelplatform import DataPlane, InferenceRequest, InferenceResponse, ServerContext
+from modelplatform import DataPlane, InferenceRequest, InferenceResponse, ServerContext, counted_in_call
 
 from .converter import Limits, Payload, to_request
 from .models import choose_model
@@ -55,6 +55,12 @@ class GrpsRuntime:
         name, version = choose_model(payload_model, query_model, self.options.default_model)
         config = self.dataplane.model_config(name, version)
         return to_request(payload, name, version, config, self.limits)
+
+    def refused(self, model: str) -> None:
+        """A request answered with a failure: counted as a refusal of ``model`` (or of model
+        "" when the server does not know it) unless the dataplane already counted it."""
+        if not counted_in_call():
+            self.dataplane.count_refused(model)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         return await self.dataplane.infer(request)

@@ -37,6 +37,7 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
                 response = await self.rt.infer(inference)
                 return success(to_message(response, Payload.of(request).kind))
         except ModelPlatformError as error:
+            self.rt.refused(request.model)  # answered in-band with OK: no edge sees a failure
             return from_error(error)
         except Exception as error:  # noqa: BLE001 - answered in-band, as grps does
             return failure(500, f"internal error: {type(error).__name__}: {error}")
@@ -51,6 +52,7 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
                 async for response in responses:
                     yield success(to_message(response, payload.kind))
         except ModelPlatformError as error:
+            self.rt.refused(request.model)
             yield from_error(error)
 
     async def Online(self, request: GrpsMessage, context: grpc.aio.ServicerContext) -> GrpsMessage:

@@ -155,7 +155,8 @@ def render_error(message: str, status: int) -> HttpReply:
 def grps_routes(context: ServerContext) -> list[HttpRoute]:
     rt = runtime(context)
     routes = GrpsRoutes(context, rt)
-    declared = [HttpRoute(("POST",), f"{PREFIX}/infer/predict", routes.predict, hot=True)]
+    # The model is named in the body: a body that does not decode is counted under model "".
+    declared = [HttpRoute(("POST",), f"{PREFIX}/infer/predict", routes.predict, hot=True, model_param="")]
     for kind in ("online", "offline", "live", "ready"):
         declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind)))
     declared += [

@@ -152,6 +152,6 @@ def oip_routes(context: ServerContext) -> list[HttpRoute]:
             HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready),
             HttpRoute(("GET",), f"{prefix}/config", routes.model_config),
             HttpRoute(("GET",), f"{prefix}/stats", routes.statistics),
-            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True),
+            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model"),
         ]
     return declared + logging_routes()

@@ -15,6 +15,7 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
             service.add_to_server,
             extensions=("model_configuration", "statistics", "logging"),
             protocol="oip_grpc",
+            inference_methods={"ModelInfer": service.model_named},
         ),
         GrpcService(health.HEALTH_SERVICE, health.add_to_server),
     ]

@@ -18,7 +18,15 @@ import grpc
 import structlog
 from google.protobuf import json_format
 
-from modelplatform import DataPlane, Limits, ModelPlatformError, ServerContext, grpc_guard, transport_deadline
+from modelplatform import (
+    DataPlane,
+    Limits,
+    ModelPlatformError,
+    ServerContext,
+    counted_in_call,
+    grpc_guard,
+    transport_deadline,
+)
 
 from ..protos import grpc_service_pb2 as pb
 from .logging_ext import log_settings_rpc
@@ -133,6 +141,8 @@ class OipService:
                     infer_response=encode_response(await self.dataplane.infer(inference))
                 )
             except ModelPlatformError as error:
+                if not counted_in_call():  # refused while decoding: no edge sees a stream's errors
+                    self.dataplane.count_refused(request.model_name)
                 reply = pb.ModelStreamInferResponse(error_message=error.message)
             except Exception as error:  # noqa: BLE001 - one request fails alone
                 log.error("stream_request_failed", error=type(error).__name__)
@@ -141,6 +151,11 @@ class OipService:
                 await context.write(reply)
         finally:
             window.release()
+
+
+def model_named(request: pb.ModelInferRequest) -> str:
+    """The model a ModelInfer request names (its refusals are counted under it)."""
+    return request.model_name
 
 
 def unary_method(handler: Handler, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:

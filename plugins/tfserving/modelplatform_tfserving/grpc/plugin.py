@@ -6,7 +6,7 @@ from modelplatform import GrpcService, Settings, hookimpl
 
 # A hook implementation both tfserving plugins offer: either alone warms a model up.
 from ..warmup import warmup_requests as warmup_requests
-from .servicer import add_model_service, add_prediction_service
+from .servicer import add_model_service, add_prediction_service, first_task_model, model_named
 
 PROTOCOL = "tfserving_grpc"
 
@@ -14,6 +14,12 @@ PROTOCOL = "tfserving_grpc"
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
     return [
-        GrpcService("tensorflow.serving.PredictionService", add_prediction_service, protocol=PROTOCOL),
+        GrpcService(
+            "tensorflow.serving.PredictionService",
+            add_prediction_service,
+            protocol=PROTOCOL,
+            inference_methods=dict.fromkeys(("Predict", "Classify", "Regress"), model_named)
+            | {"MultiInference": first_task_model},
+        ),
         GrpcService("tensorflow.serving.ModelService", add_model_service, protocol=PROTOCOL),
     ]

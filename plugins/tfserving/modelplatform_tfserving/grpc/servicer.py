@@ -39,6 +39,16 @@ def selector(spec: Any) -> Selector:
     return Selector(spec.name, version, spec.version_label if choice == "version_label" else "")
 
 
+def model_named(request: Any) -> str:
+    """The model a Predict, Classify or Regress request names (its refusals count under it)."""
+    return str(request.model_spec.name)
+
+
+def first_task_model(request: Any) -> str:
+    """The model a MultiInference request names: its first task's ("" without tasks)."""
+    return str(request.tasks[0].model_spec.name) if request.tasks else ""
+
+
 def model_spec(target: Resolved, signature_name: str) -> Any:
     spec = apis.ModelSpec(name=target.model.name, signature_name=signature_name)
     spec.version.value = int(target.model.version)

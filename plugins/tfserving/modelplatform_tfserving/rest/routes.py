@@ -123,7 +123,7 @@ def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
     for servable in SERVABLES:
         path = f"/v1/models/{servable}"
         declared += [
-            HttpRoute(("POST",), f"{path}:{VERBS}", routes.post, hot=True, ignore_case=True),
+            HttpRoute(("POST",), f"{path}:{VERBS}", routes.post, hot=True, ignore_case=True, model_param="model"),
             HttpRoute(("GET",), path, routes.status, ignore_case=True),
             HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True),
         ]
