@@ -8,7 +8,6 @@ import http.client
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,21 +19,13 @@ from tritonclient.utils import InferenceServerException
 from modelplatform.testing import ServerProcess
 
 from ...conftest import MODEL_REPOSITORY
-from .test_traces import OIP_BODY, PARENT, Receiver
+from .conftest import Receiver
+from .test_traces import OIP_BODY, PARENT
 
 PROBE = Path(__file__).with_name("settings_probe.py")
 DEFAULTS = {"trace_level": ["TIMESTAMPS"], "trace_rate": "1000", "trace_count": "-1",
             "log_frequency": "0", "trace_file": "", "trace_mode": "opentelemetry"}  # fmt: skip
 FP32_BODY = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [2], "data": [1.0, 2.0]}]})
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    collector = Receiver()
-    thread = threading.Thread(target=collector.serve_forever, daemon=True)
-    thread.start()
-    yield collector
-    collector.shutdown()
 
 
 @pytest.fixture(scope="module")
