@@ -56,3 +56,13 @@ def post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[in
         return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
     finally:
         connection.close()
+
+
+def get_status(port: int, path: str) -> int:
+    """One GET through http.client: the status only."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status
+    finally:
+        connection.close()

@@ -27,6 +27,7 @@ from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
 from ..conftest import MODEL_REPOSITORY
+from ..http_wire import get_status as get
 
 DELAY = 2.0
 TIMEOUT = 4.0
@@ -88,14 +89,6 @@ def wait_ready(port: int, limit: float = 60) -> None:
         time.sleep(0.1)
     raise AssertionError("server never became ready")
 
-
-def get(port: int, path: str) -> int:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", path)
-        return connection.getresponse().status
-    finally:
-        connection.close()
 
 
 class Load:

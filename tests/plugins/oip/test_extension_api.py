@@ -30,6 +30,7 @@ from modelplatform_oip.api import (
     response_document,
 )
 
+from ...http_wire import get_status as _get_status
 from ...http_wire import post
 from tests.conftest import ROOT
 
@@ -168,11 +169,3 @@ async def test_blocking_the_repository_extension_leaves_oip_serving(repository):
     assert answers["with"] == (200, grpc.StatusCode.OK, 200)
     assert answers["without"] == (404, grpc.StatusCode.UNIMPLEMENTED, 200)
 
-
-def _get_status(port: int, path: str) -> int:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", path)
-        return connection.getresponse().status
-    finally:
-        connection.close()
