@@ -57,7 +57,7 @@ from .errors import (
 )
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
 from .logging import log_settings, update_log_settings
-from .model_config import ModelConfig, TensorSpec
+from .model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
 from .models import IndexEntry
 from .observing import RequestObserver, RequestScope, counted_in_call
 from .plugins import hookimpl
@@ -92,6 +92,8 @@ __all__ = [
     "Codec",
     "DataPlane",
     "DeadlineExceeded",
+    "EnsembleScheduling",
+    "EnsembleStep",
     "ErrorCode",
     "ExecuteResult",
     "GrpcService",
