@@ -38,6 +38,21 @@ class Model:
         return {"OUTPUT0": answer["OUTPUT0"] + 1, "OUTPUT1": answer["OUTPUT1"] + 1}
 '''
 
+#: Calls `simple` only when INPUT1 starts with 99: by then it runs inline on the loop.
+SOMETIMES_CALLER_PY = '''
+class Model:
+    def load(self, config, version_dir, models):
+        self.models = models
+        self.calls = 0
+
+    def infer(self, inputs):
+        self.calls += 1
+        if inputs["INPUT1"].reshape(-1)[0] != 99:
+            return {"OUTPUT0": inputs["INPUT0"], "OUTPUT1": inputs["INPUT1"]}
+        answer = self.models.infer("simple", inputs)
+        return {"OUTPUT0": answer["OUTPUT0"], "OUTPUT1": answer["OUTPUT1"] * 0 + self.calls}
+'''
+
 ASYNC_CALLER_PY = '''
 class Model:
     def load(self, config, version_dir, models):
@@ -162,6 +177,7 @@ def make_repository(root: Path) -> Path:
     )
     python_model(root, "caller", CALLER_PY, int32_pair)
     python_model(root, "async_caller", ASYNC_CALLER_PY, int32_pair)
+    python_model(root, "sometimes_caller", SOMETIMES_CALLER_PY, int32_pair)
     counter_bls = (
         'max_batch_size: 0\n'
         'input [ { name: "COUNT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
