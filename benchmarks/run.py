@@ -25,6 +25,11 @@ in the same run; "metrics on" shows its median ratio to "metrics off"
     make bench BENCH_ARGS="--only simple"
     make bench BENCH_ARGS="--only wrk --repeat 3"
     make bench BENCH_ARGS="--only metrics --repeat 5"
+    make bench BENCH_ARGS="--only pipelines"
+
+The "pipelines" rows (benchmarks/pipelines.py) time a nested model call (BLS)
+against calling the inner model directly, in process, and a two-step ensemble
+against the two calls a client would make instead.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import pipelines
 import rest_dialects
 import wrk
 
@@ -207,8 +213,11 @@ def main() -> None:
                 server_process.stop()
     shutil.rmtree(repository, ignore_errors=True)
     print_table(results)
+    pipeline_rows = pipelines.rows() if args.only in PIPELINES_LABEL else []
+    if pipeline_rows:
+        pipelines.print_rows(pipeline_rows)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps(results + pipeline_rows, indent=2))
 
 
 def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Canned]) -> dict:
@@ -255,6 +264,7 @@ def measure_rest_round(
     return rows
 
 
+PIPELINES_LABEL = "pipelines (nested calls, ensembles)"
 METRICS_SCENARIO = Scenario("simple http-json c8", "simple", "http-json", 8)
 
 
