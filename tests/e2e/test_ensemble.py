@@ -209,6 +209,17 @@ def test_unload_dependents_unloads_the_ensembles_that_use_the_model(server, clie
     client.load_model("identity_fp32")
 
 
+def test_unload_dependents_over_grpc(server, client):
+    grpc_client(server.grpc_url, """
+        client.unload_model("simple", unload_dependents=True)
+        result = True
+    """)
+    states = index(server.http_url)
+    assert states["simple"]["state"] == "UNAVAILABLE" and states["simple_ensemble"]["state"] == "UNAVAILABLE"
+    client.load_model("simple_ensemble")
+    assert index(server.http_url)["simple"]["state"] == "READY"
+
+
 def test_unload_without_dependents_keeps_the_ensemble(server, client):
     client.unload_model("simple")
     assert index(server.http_url)["simple_ensemble"]["state"] == "READY"
