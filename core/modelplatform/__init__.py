@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
 from .codecs import Codec
+from .broadcasting import Broadcast
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
 from .deadlines import transport_deadline
@@ -56,7 +57,7 @@ from .errors import (
     Unsupported,
 )
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
-from .logging import log_settings, update_log_settings
+from .logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
 from .observing import RequestObserver, RequestScope, counted_in_call
@@ -118,6 +119,8 @@ __all__ = [
     "RequestScope",
     "counted_in_call",
     "log_settings",
+    "LOG_SETTINGS_TOPIC",
+    "Broadcast",
     "update_log_settings",
     "NotFound",
     "PayloadTooLarge",

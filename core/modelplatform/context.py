@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .broadcasting import Broadcast
 from .codecs import CodecRegistry
 from .dataplane import DataPlane
 from .settings import Settings
@@ -50,6 +51,8 @@ class ServerContext:
     dialects: Mapping[str, HttpDialect]
     grpc_services: Sequence[GrpcService]
     dataplane: DataPlane
+    #: Run-time settings shared with the ``--workers`` siblings (broadcasting.py).
+    broadcast: Broadcast = field(default_factory=Broadcast)
     _shared: _SharedObjects = field(default_factory=_SharedObjects, init=False, repr=False)
 
     def shared(self, kind: type[T], factory: Callable[[], T]) -> T:

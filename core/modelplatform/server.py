@@ -30,7 +30,8 @@ from .errors import ModelPlatformError, PluginError
 from .declarations import GrpcService, HttpDialect
 from .grpc_server import start_grpc_server
 from .http import HttpFront
-from .logging import configure
+from .broadcasting import Broadcast
+from .logging import LOG_SETTINGS_TOPIC, configure, update_log_settings
 from .model_config import ModelConfig
 from .models import ModelManager
 from .models.warmup import WarmupSource
@@ -86,8 +87,16 @@ def compose(
         dialects=MappingProxyType(dialects),  # read-only views: the context is frozen through
         grpc_services=tuple(services),
         dataplane=dataplane,
+        broadcast=_broadcast(cluster_link),
     )
     return Composition(context, plugins, models)
+
+
+def _broadcast(cluster_link: cluster.SiblingLink | None) -> Broadcast:
+    """The log settings are the core's own; plugins subscribe their topics at start-up."""
+    broadcast = Broadcast(cluster_link)
+    broadcast.subscribe(LOG_SETTINGS_TOPIC, update_log_settings)
+    return broadcast
 
 
 def _warmup_source(plugins: PluginSet) -> WarmupSource:
@@ -269,7 +278,14 @@ def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink)
         others = dataplane.drain_reasons - {cluster.WAITING}
         return dataplane.live and dataplane.accepting and not others and models.all_requested_ready()
 
-    return cluster.Member(link, models, ready_here, dataplane.drain_reasons, dataplane.local_statistics)
+    return cluster.Member(
+        link,
+        models,
+        ready_here,
+        dataplane.drain_reasons,
+        dataplane.local_statistics,
+        deliver=ctx.broadcast.deliver,
+    )
 
 
 def run(settings: Settings) -> None:

@@ -27,7 +27,8 @@ MAX_BODY_BYTES = 16 * 1024
 class TraceRoutes:
     def __init__(self, context: ServerContext) -> None:
         self.context = context
-        self.settings: TraceSettings = tracing_of(context).settings
+        self.tracing = tracing_of(context)
+        self.settings: TraceSettings = self.tracing.settings
 
     async def get(self, request: HttpRequest) -> HttpReply:
         model = self._model(request)
@@ -36,7 +37,7 @@ class TraceRoutes:
     async def post(self, request: HttpRequest) -> HttpReply:
         model = self._model(request)
         changes = _changes(request.body)
-        return HttpReply(200, orjson.dumps(self.settings.update(model, changes)))
+        return HttpReply(200, orjson.dumps(await self.tracing.change(model, changes)))
 
     def _model(self, request: HttpRequest) -> str:
         model = request.params.get("model", "")

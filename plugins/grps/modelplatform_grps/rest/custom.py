@@ -77,7 +77,12 @@ class CustomHandler:
         self.route = route
 
     async def __call__(self, request: HttpRequest) -> HttpReply:
-        version = self._version(request.query.get("model", ""))
+        try:
+            version = self._version(request.query.get("model", ""))
+        except ModelPlatformError:
+            # Refused before the call: the statistics never saw it, so count it here (OTHER).
+            self.runtime.dataplane.count_refused(self.route.model)
+            raise
         raw = await self.runtime.dataplane.call_raw(
             self.route.model, version, bytes(request.body), dict(request.headers)
         )

@@ -154,4 +154,4 @@ def oip_routes(context: ServerContext) -> list[HttpRoute]:
             HttpRoute(("GET",), f"{prefix}/stats", routes.statistics),
             HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model"),
         ]
-    return declared + logging_routes()
+    return declared + logging_routes(context.broadcast)

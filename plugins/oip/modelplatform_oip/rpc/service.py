@@ -29,7 +29,7 @@ from modelplatform import (
 )
 
 from ..protos import grpc_service_pb2 as pb
-from .logging_ext import log_settings_rpc
+from .logging_ext import LogSettingsRpc
 from .tensors import decode_request, encode_response
 
 SERVICE = "inference.GRPCInferenceService"
@@ -193,6 +193,8 @@ def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
             request_deserializer=pb.ModelInferRequest.FromString,
             response_serializer=pb.ModelStreamInferResponse.SerializeToString,
         ),
-        "LogSettings": unary_method(log_settings_rpc, pb.LogSettingsRequest, pb.LogSettingsResponse),
+        "LogSettings": unary_method(
+            LogSettingsRpc(context.broadcast).answer, pb.LogSettingsRequest, pb.LogSettingsResponse
+        ),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
