@@ -26,7 +26,7 @@ def metrics_routes(context: ServerContext) -> Sequence[HttpRoute]:
     async def metrics(request: HttpRequest) -> HttpReply:
         return HttpReply(200, await service.scrape(), CONTENT_TYPE)
 
-    return [HttpRoute(("GET", "HEAD"), PATH, metrics, max_body_bytes=0, name="metrics")]
+    return [HttpRoute(("GET", "HEAD"), PATH, metrics, max_body_bytes=0, name="metrics", category="metrics")]
 
 
 def error_status(error: ModelPlatformError) -> int:

@@ -28,6 +28,6 @@ async def post_logging(request: HttpRequest) -> HttpReply:
 
 def logging_routes() -> list[HttpRoute]:
     return [
-        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0),
-        HttpRoute(("POST",), PATH, post_logging, max_body_bytes=MAX_BODY_BYTES),
+        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0, category="logging"),
+        HttpRoute(("POST",), PATH, post_logging, max_body_bytes=MAX_BODY_BYTES, category="logging"),
     ]
