@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +43,11 @@ class Denial:
     message: str
     #: The key's name when one was presented and known (for the log; never the key).
     key_name: str = ""
+
+    @property
+    def http_status(self) -> int:
+        """401 without a known key, else 403 (Triton answers a restricted API 403)."""
+        return 401 if self.kind is DenialKind.UNAUTHENTICATED else 403
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,24 @@ class AccessGate:
 def access_gate(context: ServerContext) -> AccessGate:
     """The server's one gate (HTTP, gRPC and the metrics port share its key file)."""
     return context.shared(AccessGate, lambda: AccessGate.from_settings(context.settings))
+
+
+#: A listener's own check: (status, message) of a refusal, or None; given lower-case headers.
+HeaderCheck = Callable[[Mapping[str, str]], "tuple[int, str] | None"]
+
+
+def header_check(context: ServerContext, category: str) -> HeaderCheck | None:
+    """The check a plugin's own HTTP listener (the metrics port) runs on each request's
+    headers for a call of ``category`` that names no model; None when nothing is checked."""
+    gate = access_gate(context)
+    if not gate.http_active:
+        return None
+
+    def check(headers: Mapping[str, str]) -> tuple[int, str] | None:
+        denial = gate.check_http(category, None, headers).denial
+        return None if denial is None else (denial.http_status, denial.message)
+
+    return check
 
 
 def _restricted(message: str) -> Verdict:

@@ -15,13 +15,12 @@ from dataclasses import replace
 import structlog
 
 from ..access.categories import INFERENCE
-from ..access.gate import AccessGate, Denial, DenialKind, logged_as
+from ..access.gate import AccessGate, Denial, logged_as
 from ..declarations import HttpReply, HttpRoute
 from .routing import Match
 
 log = structlog.get_logger("modelplatform.access")
 
-_STATUS = {DenialKind.RESTRICTED: 403, DenialKind.UNAUTHENTICATED: 401, DenialKind.FORBIDDEN: 403}
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="modelplatform"'}
 
 
@@ -54,7 +53,7 @@ def model_named(route: HttpRoute, params: Mapping[str, str]) -> str | None:
 
 
 def _refusal(match: Match, denial: Denial) -> HttpReply:
-    status = _STATUS[denial.kind]
+    status = denial.http_status
     log.info("request_refused", dialect=match.dialect.name, category=match.route.category,
              reason=denial.kind.value, api_key=denial.key_name or None)  # fmt: skip
     reply = match.dialect.render_error(denial.message, status)
