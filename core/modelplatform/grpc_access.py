@@ -46,7 +46,7 @@ def access_interceptors(context: ServerContext) -> list[grpc.aio.ServerIntercept
         f"/{service.name}/{method}": (category, _model_reader(service.inference_methods.get(method), category))
         for service in context.grpc_services
         for method, category in service.categories.items()
-    }
+    }  # fmt: skip
     return [AccessInterceptor(gate, methods)]
 
 
@@ -173,4 +173,5 @@ def _guarded_stream(behaviour: Callable[..., Any], check: _Check, reader: ModelR
 
 
 def _metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
-    return {key.lower(): value for key, value in context.invocation_metadata() or () if isinstance(value, str)}
+    pairs = context.invocation_metadata() or ()
+    return {key.lower(): value for key, value in pairs if isinstance(value, str)}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -104,7 +104,8 @@ class AccessGate:
         key = self.keys.find(presented)
         if key is None:
             what = "an unknown API key" if presented else "no API key"
-            return Verdict(Denial(DenialKind.UNAUTHENTICATED, f"this API needs an API key; the request has {what}"))
+            message = f"this API needs an API key; the request has {what}"
+            return Verdict(Denial(DenialKind.UNAUTHENTICATED, message))
         refusal = _scope_refusal(key, category, model)
         if refusal:
             return Verdict(Denial(DenialKind.FORBIDDEN, refusal, key.name), key.name)
@@ -145,7 +146,8 @@ def _scope_refusal(key: ApiKey, category: str, model: str | None) -> str:
         return f"API key '{key.name}' may not call '{category}' APIs"
     if model is not None and not key.allows_model(model):
         if not model:
-            return f"API key '{key.name}' is limited to named models; this call does not name its model in its path"
+            return (f"API key '{key.name}' is limited to named models; "
+                    "this call does not name its model in its path")  # fmt: skip
         return f"API key '{key.name}' may not use model '{model}'"
     return ""
 
@@ -179,11 +181,10 @@ def _repository_group(settings: Settings) -> list[str]:
     return [f"model-repository:{key.strip()}={value.strip()}"] if settings.repository_restrict else []
 
 
-@contextlib.contextmanager
-def logged_as(key_name: str) -> Iterator[None]:
+#: Shared by every request without a key: entering it costs nothing.
+_NO_KEY = contextlib.nullcontext()
+
+
+def logged_as(key_name: str) -> contextlib.AbstractContextManager[Any]:
     """Every event logged inside names the request's API key (``api_key``), never the key."""
-    if not key_name:
-        yield
-        return
-    with structlog.contextvars.bound_contextvars(api_key=key_name):
-        yield
+    return structlog.contextvars.bound_contextvars(api_key=key_name) if key_name else _NO_KEY

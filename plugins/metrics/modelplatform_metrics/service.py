@@ -24,7 +24,9 @@ log = structlog.get_logger("modelplatform.metrics")
 class MetricsService:
     """Made once per server (``ServerContext.shared``); both endpoints scrape through it."""
 
-    def __init__(self, dataplane: DataPlane, options: MetricsOptions, admit: HeaderCheck | None = None) -> None:
+    def __init__(
+        self, dataplane: DataPlane, options: MetricsOptions, admit: HeaderCheck | None = None
+    ) -> None:
         self._dataplane = dataplane
         self.options = options
         #: The metrics port's restricted-API / API-key check (the HTTP port's is the core's).

@@ -111,7 +111,9 @@ def repository_routes(context: ServerContext) -> list[HttpRoute]:
     routes = RepositoryRoutes(context)
     declared = []
     for prefix in PREFIXES:
-        declared.append(HttpRoute(("POST",), f"{prefix}/index", routes.index, category=CATEGORY))
-        declared.append(HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load, category=CATEGORY))
-        declared.append(HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload, category=CATEGORY))
+        declared += [
+            HttpRoute(("POST",), f"{prefix}/index", routes.index, category=CATEGORY),
+            HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load, category=CATEGORY),
+            HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload, category=CATEGORY),
+        ]
     return declared

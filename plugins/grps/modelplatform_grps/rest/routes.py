@@ -156,11 +156,11 @@ def grps_routes(context: ServerContext) -> list[HttpRoute]:
     rt = runtime(context)
     routes = GrpsRoutes(context, rt)
     # The model is named in the body: a body that does not decode is counted under model "".
-    declared = [
-        HttpRoute(("POST",), f"{PREFIX}/infer/predict", routes.predict, hot=True, model_param="", category="inference")
-    ]
+    predict = f"{PREFIX}/infer/predict"
+    declared = [HttpRoute(("POST",), predict, routes.predict, hot=True, model_param="", category="inference")]
     # Taking the server on or off line changes what it serves: admin, not health.
-    for kind, category in (("online", "admin"), ("offline", "admin"), ("live", "health"), ("ready", "health")):
+    kinds = (("online", "admin"), ("offline", "admin"), ("live", "health"), ("ready", "health"))
+    for kind, category in kinds:
         declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind), category=category))
     declared += [
         HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata, category="metadata"),

@@ -129,5 +129,7 @@ def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
             HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True, category="metadata"),
         ]
     # Every other /v1 path answers TF Serving's own "not found" shape: metadata, like /v1/models.
-    declared.append(HttpRoute(ANY_METHOD, "/v1/{path:path}", routes.other, ignore_case=True, category="metadata"))
+    declared.append(
+        HttpRoute(ANY_METHOD, "/v1/{path:path}", routes.other, ignore_case=True, category="metadata")
+    )
     return declared
