@@ -116,12 +116,12 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return handler._replace(unary_unary=_guarded_unary(handler.unary_unary, check, reader))
         if handler.unary_stream is not None:
             return handler._replace(unary_stream=_guarded_stream(handler.unary_stream, check, reader))
-        # A stream of requests: each may name another model, so it is not known up front.
-        first = (lambda request: "") if category == INFERENCE else (lambda request: None)
+        # A stream of requests: the call is checked as it opens, each message's model as it arrives.
+        each = _message_model if category == INFERENCE else _named_model
         for kind in ("stream_unary", "stream_stream"):
             behaviour = getattr(handler, kind)
             if behaviour is not None:
-                return handler._replace(**{kind: _guarded_stream(behaviour, check, first)})
+                return handler._replace(**{kind: _guarded_requests(behaviour, check, each)})
         return handler
 
 
@@ -170,6 +170,45 @@ def _guarded_stream(behaviour: Callable[..., Any], check: _Check, reader: ModelR
             return await behaviour(request, context)
 
     return guarded_coroutine
+
+
+def _guarded_requests(behaviour: Callable[..., Any], check: _Check, reader: ModelReader) -> Callable[..., Any]:
+    """A behaviour taking a stream of requests: the call's category and key are checked
+    when it opens; with API keys, each message's model before the behaviour sees it."""
+
+    def checked(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        return requests if check.gate.keys is None else _each_checked(requests, context, check, reader)
+
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def guarded_generator(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            verdict = await check.verdict(context, None)
+            with logged_as(verdict.key_name):
+                async for response in behaviour(checked(requests, context), context):
+                    yield response
+
+        return guarded_generator
+
+    async def guarded_coroutine(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+        verdict = await check.verdict(context, None)
+        with logged_as(verdict.key_name):
+            return await behaviour(checked(requests, context), context)
+
+    return guarded_coroutine
+
+
+async def _each_checked(
+    requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, check: _Check, reader: ModelReader
+) -> AsyncIterator[Any]:
+    """The stream's messages; one outside the key's models ends the call (PERMISSION_DENIED)."""
+    async for request in requests:
+        await check.verdict(context, reader(request))
+        yield request
+
+
+def _message_model(request: Any) -> str:
+    """An inference message's model; "" (refused to keys limited to models) when it names none."""
+    return _named_model(request) or ""
 
 
 def _metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:

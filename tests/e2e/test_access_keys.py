@@ -144,6 +144,29 @@ def test_tritonclient_grpc_with_keys(server: ServerProcess) -> None:
     assert result[5] == "OK"  # health is open for probes
 
 
+def test_a_stream_checks_each_message_against_the_keys_models(server: ServerProcess) -> None:
+    result = triton_grpc(server.grpc_url, f"""
+        import queue
+        answers = queue.Queue()
+        def collect(result, error):
+            answers.put("OK" if error is None else [error.status(), error.message()])
+        def stream(headers, models):
+            client.start_stream(callback=collect, headers=headers)
+            seen = []
+            for model in models:
+                client.async_stream_infer(model, simple_inputs())
+                seen.append(answers.get(timeout=30))
+            client.stop_stream()
+            return seen
+        batch = {{"authorization": "Bearer {BATCH}"}}
+        result = [stream(batch, ["simple", "simple", "other"]), stream({{}}, ["simple"])]
+    """)
+    allowed, refused = result
+    assert allowed[:2] == ["OK", "OK"]
+    assert "API key 'batch-jobs' may not use model 'other'" in allowed[2][1]
+    assert "needs an API key" in refused[0][1]
+
+
 def test_tfserving_and_grps_grpc_and_health_with_keys(channel: grpc.Channel) -> None:
     ops, batch = [("authorization", f"Bearer {OPS}")], [("authorization", f"Bearer {BATCH}")]
     models = services.ModelServiceStub(channel)
