@@ -130,24 +130,24 @@ def serve(
     repository_restrict: Annotated[
         Optional[str],
         typer.Option(
-            help="'header:value' the repository API needs (= --http-restricted-api and "
-            "--grpc-restricted-protocol model-repository:header=value).",
+            help="'header:value' the repository API needs (short for model-repository:header=value "
+            "on both restricted lists).",
             rich_help_panel=SECURITY,
         ),
     ] = None,
     http_restricted_api: Annotated[
         Optional[list[str]],
         typer.Option(
-            metavar="<api>[,<api>...]:<key>=<value>",
-            help="HTTP APIs that need header <key>: <value> (repeatable; Triton's syntax).",
+            metavar="<apis>:<k>=<v>",
+            help="APIs (a,b,...) that need HTTP header <k>: <v> (repeatable; Triton's syntax).",
             rich_help_panel=SECURITY,
         ),
     ] = None,
     grpc_restricted_protocol: Annotated[
         Optional[list[str]],
         typer.Option(
-            metavar="<api>[,<api>...]:<key>=<value>",
-            help="gRPC APIs that need metadata triton-grpc-protocol-<key> (repeatable).",
+            metavar="<apis>:<k>=<v>",
+            help="APIs that need gRPC metadata triton-grpc-protocol-<k>: <v> (repeatable).",
             rich_help_panel=SECURITY,
         ),
     ] = None,
