@@ -15,6 +15,7 @@ helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .access.gate import HeaderCheck, header_check
 from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
 from .codecs import Codec
 from .broadcasting import Broadcast
@@ -96,6 +97,7 @@ __all__ = [
     "ErrorCode",
     "ExecuteResult",
     "GrpcService",
+    "HeaderCheck",
     "HttpDialect",
     "HttpReply",
     "HttpRequest",
@@ -118,6 +120,7 @@ __all__ = [
     "RequestObserver",
     "RequestScope",
     "counted_in_call",
+    "header_check",
     "log_settings",
     "LOG_SETTINGS_TOPIC",
     "Broadcast",

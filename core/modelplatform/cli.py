@@ -129,7 +129,42 @@ def serve(
     ] = None,
     repository_restrict: Annotated[
         Optional[str],
-        typer.Option(help="'header:value' the repository API needs.", rich_help_panel=SECURITY),
+        typer.Option(
+            help="'header:value' the repository API needs (short for model-repository:header=value "
+            "on both restricted lists).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    http_restricted_api: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="<apis>:<k>=<v>",
+            help="APIs (a,b,...) that need HTTP header <k>: <v> (repeatable; Triton's syntax).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    grpc_restricted_protocol: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="<apis>:<k>=<v>",
+            help="APIs that need gRPC metadata triton-grpc-protocol-<k>: <v> (repeatable).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    api_keys_file: Annotated[
+        Optional[str],
+        typer.Option(
+            help="TOML/JSON file of scoped API keys (hashes); re-read when it changes.",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    api_keys_open_health: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--api-keys-open-health/--no-api-keys-open-health",
+            help="With API keys, health endpoints need none (default: open, for probes).",
+            rich_help_panel=SECURITY,
+        ),
     ] = None,
     log_verbose: Annotated[
         Optional[int], typer.Option(help=">0 logs debug events.", rich_help_panel=OBSERVABILITY)
@@ -231,6 +266,10 @@ def serve(
         "repository_poll_secs": repository_poll_secs,
         "allow_file_upload": allow_file_upload,
         "repository_restrict": repository_restrict,
+        "http_restricted_api": http_restricted_api or None,
+        "grpc_restricted_protocol": grpc_restricted_protocol or None,
+        "api_keys_file": api_keys_file,
+        "api_keys_open_health": api_keys_open_health,
         "strict_readiness": strict_readiness,
         "log_verbose": log_verbose,
         "log_format": log_format,

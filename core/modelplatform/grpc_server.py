@@ -17,6 +17,7 @@ import structlog
 
 from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
+from .grpc_access import access_interceptors
 from .observing import ScopeOpener, counted_in_call, current_scope
 
 if TYPE_CHECKING:
@@ -128,7 +129,8 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
         for s in context.grpc_services for method, model_of in s.inference_methods.items()
     })  # fmt: skip
     scopes = _ScopeInterceptor(protocols, ScopeOpener(context.dataplane.observers), refusals)
-    server = grpc.aio.server(options=options, interceptors=[scopes])
+    # Access first: a refused call opens no scope, so it is neither traced nor counted.
+    server = grpc.aio.server(options=options, interceptors=[*access_interceptors(context), scopes])
     for service in context.grpc_services:
         service.add_to_server(server, context)
     address = f"{settings.host}:{settings.grpc_port}"

@@ -43,8 +43,17 @@ class Settings:
     repository_poll_secs: float = 15.0
     #: Accept ``file:<version>/<name>`` load parameters (lets a client install code).
     allow_file_upload: bool = False
-    #: ``key:value``: the repository API answers only requests carrying this header.
+    #: ``key:value``: the repository API answers only requests carrying this header; the
+    #: old spelling of ``model-repository:key=value`` in both restricted lists below.
     repository_restrict: str = ""
+    #: Triton's ``<api>[,<api>...]:<key>=<value>`` groups for HTTP (access/restrictions.py).
+    http_restricted_api: tuple[str, ...] = ()
+    #: The same for gRPC (metadata ``triton-grpc-protocol-<key>``).
+    grpc_restricted_protocol: tuple[str, ...] = ()
+    #: TOML (or .json) file of scoped API keys (access/keys.py); "" = no keys needed.
+    api_keys_file: str = ""
+    #: With API keys: health endpoints answer without a key (for probes).
+    api_keys_open_health: bool = True
     #: Server ready only when every requested model is READY (Triton's default).
     strict_readiness: bool = True
     log_verbose: int = 0
@@ -157,7 +166,7 @@ def _convert(name: str, value: Any) -> Any:
         if isinstance(default, bool):
             return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
         if isinstance(default, tuple):
-            items = value.split(",") if isinstance(value, str) else value
+            items = value.split(_separator(name)) if isinstance(value, str) else value
             return tuple(str(item).strip() for item in items if str(item).strip())
         if isinstance(default, Path):
             return Path(value)
@@ -166,6 +175,14 @@ def _convert(name: str, value: Any) -> Any:
     except (TypeError, ValueError):
         raise InvalidArgument(f"setting {name}: cannot use {value!r}") from None
     return value
+
+
+#: Lists whose items hold commas themselves: ';' separates them in environment variables.
+_SEMICOLON_LISTS = frozenset({"http_restricted_api", "grpc_restricted_protocol"})
+
+
+def _separator(name: str) -> str:
+    return ";" if name in _SEMICOLON_LISTS else ","
 
 
 def _check(settings: Settings) -> None:
@@ -182,6 +199,14 @@ def _check(settings: Settings) -> None:
     _check_drain(settings)
     _check_metrics(settings)
     _check_tracing(settings)
+    _check_access(settings)
+
+
+def _check_access(settings: Settings) -> None:
+    """Restrictions parse and keep each category in one group; the key file loads (exit 2 if not)."""
+    from .access.gate import AccessGate  # noqa: PLC0415 - access imports settings' neutral errors only
+
+    AccessGate.from_settings(settings)
 
 
 def _check_timeouts(settings: Settings) -> None:

@@ -72,5 +72,6 @@ def _values(name: str, value: Any) -> list[str] | None:
 def trace_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TraceRoutes(context)
     return [
-        HttpRoute(("GET",), path, routes.get, max_body_bytes=0) for path in (GLOBAL, MODEL)
-    ] + [HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES) for path in (GLOBAL, MODEL)]
+        HttpRoute(("GET",), path, routes.get, max_body_bytes=0, category="trace") for path in (GLOBAL, MODEL)
+    ] + [HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES, category="trace")
+        for path in (GLOBAL, MODEL)]

@@ -46,6 +46,6 @@ class LoggingChanges:
 
 def logging_routes(broadcast: Broadcast) -> list[HttpRoute]:
     return [
-        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0),
-        HttpRoute(("POST",), PATH, LoggingChanges(broadcast).post, max_body_bytes=MAX_BODY_BYTES),
+        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0, category="logging"),
+        HttpRoute(("POST",), PATH, LoggingChanges(broadcast).post, max_body_bytes=MAX_BODY_BYTES, category="logging"),
     ]
