@@ -37,6 +37,7 @@ from .models.warmup import WarmupSource
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
+from .tls import ServerTls
 
 log = structlog.get_logger("modelplatform.server")
 
@@ -86,6 +87,7 @@ def compose(
         dialects=MappingProxyType(dialects),  # read-only views: the context is frozen through
         grpc_services=tuple(services),
         dataplane=dataplane,
+        tls=ServerTls.from_settings(settings),
     )
     return Composition(context, plugins, models)
 
@@ -133,9 +135,12 @@ class RunningServer:
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
         self._grpc_stopped: asyncio.Future[None] | None = None
+        self._tls_watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         ctx = self.context
+        if ctx.tls.listeners:
+            self._tls_watch = asyncio.ensure_future(ctx.tls.watch())
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
@@ -178,9 +183,10 @@ class RunningServer:
     async def stop(self) -> None:
         ctx = self.context
         ctx.dataplane.accepting = False
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+        for task in (self._poller, self._tls_watch):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await call_shutdown_hooks(self._plugins.manager, ctx)
         if self._grpc is not None:
             await (self._grpc_stopped or self._grpc.stop(grace=2))
@@ -237,6 +243,8 @@ async def serve(
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
     server = RunningServer(compose(settings, cluster_link=link))
     signals = shutdown.Signals(_signals_handled(worker is not None))
+    if server.context.tls.listeners:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_tls, server.context.tls)
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
@@ -251,6 +259,11 @@ async def serve(
             await member.leave()
         await server.stop()
     shutdown.arm_watchdog(shutdown.EXIT_AFTER_STOP_SECS, "threads outlived the server")
+
+
+def _reload_tls(tls: ServerTls) -> None:
+    log.info("reload_signal_received", signal="SIGHUP")
+    tls.reload()
 
 
 def _signals_handled(is_worker: bool) -> tuple[signal.Signals, ...]:
