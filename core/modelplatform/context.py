@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .codecs import CodecRegistry
 from .dataplane import DataPlane
 from .settings import Settings
-from .tls import ServerTls
+from .tls import server_tls
 
 if TYPE_CHECKING:
     from .declarations import GrpcService, HttpDialect
@@ -52,8 +52,6 @@ class ServerContext:
     dialects: Mapping[str, HttpDialect]
     grpc_services: Sequence[GrpcService]
     dataplane: DataPlane
-    #: Core's: every TLS listener of this process (plugins ask :meth:`ssl_context`).
-    tls: ServerTls = field(default_factory=lambda: ServerTls({}), repr=False)
     _shared: _SharedObjects = field(default_factory=_SharedObjects, init=False, repr=False)
 
     def ssl_context(self, listener: str) -> ssl.SSLContext | None:
@@ -62,7 +60,7 @@ class ServerContext:
         Give it to ``asyncio.start_server(ssl=...)``: certificates re-read on
         SIGHUP or when their files change reach the connections made after.
         """
-        return self.tls.ssl_context(listener)
+        return server_tls(self).ssl_context(listener)
 
     def shared(self, kind: type[T], factory: Callable[[], T]) -> T:
         """The one ``kind`` object of this server, made by ``factory()`` on first use.

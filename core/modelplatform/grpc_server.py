@@ -18,7 +18,7 @@ import structlog
 from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
 from .observing import ScopeOpener, counted_in_call, current_scope
-from .tls import mode_of
+from .tls import mode_of, server_tls
 
 if TYPE_CHECKING:
     from .context import ServerContext
@@ -134,7 +134,7 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
     for service in context.grpc_services:
         service.add_to_server(server, context)
     address = f"{settings.host}:{settings.grpc_port}"
-    tls = context.tls.listener("grpc")
+    tls = server_tls(context).listener("grpc")
     if tls is None:
         bound = server.add_insecure_port(address)
     else:

@@ -37,7 +37,7 @@ from .models.warmup import WarmupSource
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
-from .tls import ServerTls
+from .tls import ServerTls, server_tls
 
 log = structlog.get_logger("modelplatform.server")
 
@@ -87,8 +87,9 @@ def compose(
         dialects=MappingProxyType(dialects),  # read-only views: the context is frozen through
         grpc_services=tuple(services),
         dataplane=dataplane,
-        tls=ServerTls.from_settings(settings),
     )
+    tls = ServerTls.from_settings(settings)  # files read and checked once, before any port opens
+    context.shared(ServerTls, lambda: tls)
     return Composition(context, plugins, models)
 
 
@@ -139,8 +140,9 @@ class RunningServer:
 
     async def start(self) -> None:
         ctx = self.context
-        if ctx.tls.listeners:
-            self._tls_watch = asyncio.ensure_future(ctx.tls.watch())
+        tls = server_tls(ctx)
+        if tls.listeners:
+            self._tls_watch = asyncio.ensure_future(tls.watch())
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
@@ -243,8 +245,9 @@ async def serve(
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
     server = RunningServer(compose(settings, cluster_link=link))
     signals = shutdown.Signals(_signals_handled(worker is not None))
-    if server.context.tls.listeners:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_tls, server.context.tls)
+    tls = server_tls(server.context)
+    if tls.listeners:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_tls, tls)
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up

@@ -41,6 +41,7 @@ import structlog
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
+    from .context import ServerContext
     from .settings import Settings
 
 log = structlog.get_logger("modelplatform.tls")
@@ -311,3 +312,12 @@ class ServerTls:
             for listener in self.listeners.values():
                 if listener.changed():
                     listener.reload()
+
+
+def server_tls(context: ServerContext) -> ServerTls:
+    """The server's TLS listeners, kept with its shared objects (compose registers them; none: plain text)."""
+    return context.shared(ServerTls, _plain_text)
+
+
+def _plain_text() -> ServerTls:
+    return ServerTls({})

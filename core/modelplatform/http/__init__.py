@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from ..tls import mode_of
+from ..tls import mode_of, server_tls
 from .fastlane import FastLaneProtocol
 from .sanic_app import create_app
 from .sanic_seam import idle_secs
@@ -46,12 +46,12 @@ class HttpFront:
             access_log=False,
             protocol=FastLaneProtocol if self.uses_lane else None,
             # the same context object on every path: the fast lane reads the decrypted bytes as it reads plain ones
-            ssl=self.context.tls.ssl_context("http"),
+            ssl=server_tls(self.context).ssl_context("http"),
         )
         await self._server.startup()
         await self._server.before_start()
         await self._server.after_start()
-        tls = mode_of(self.context.tls.listener("http"))
+        tls = mode_of(server_tls(self.context).listener("http"))
         log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane, tls=tls)
 
     @property
