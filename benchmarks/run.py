@@ -287,7 +287,10 @@ def measure_metrics_cost(server: ServerProcess, repository: Path, server_args: s
     return _on_off_rows(f"{METRICS_SCENARIO.label} metrics", pairs, repeat)
 
 
-TLS_SCENARIOS = (Scenario("simple http-json c8", "simple", "http-json", 8), Scenario("simple grpc c8", "simple", "grpc", 8))
+TLS_SCENARIOS = (
+    Scenario("simple http-json c8", "simple", "http-json", 8),
+    Scenario("simple grpc c8", "simple", "grpc", 8),
+)
 
 
 def measure_tls_cost(

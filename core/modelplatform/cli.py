@@ -63,8 +63,10 @@ DisableOpt = Annotated[
 
 def _tls_switch(listener: str, mutual: bool) -> typer.models.OptionInfo:
     flag = f"--{listener}-use-ssl" + ("-mutual" if mutual else "")
-    port = "HTTP" if listener == "http" else listener
-    what = ("mutual TLS" if mutual else "TLS") + f" on the {port} port" + (": clients need a certificate of the root cert" if mutual else "")
+    port = {"http": "HTTP", "grpc": "gRPC"}.get(listener, listener)
+    what = f"TLS on the {port} port"
+    if mutual:
+        what = f"mutual {what}: clients need a certificate of the root cert"
     follows = " (default: as HTTP)" if listener == "metrics" else ""
     return typer.Option(f"{flag}/--no-{flag[2:]}", help=f"Serve {what}{follows}.", rich_help_panel=SECURITY)
 
@@ -80,9 +82,9 @@ def _tls_options(listener: str) -> dict[str, typer.models.OptionInfo]:
     return {
         "use_ssl": _tls_switch(listener, False),
         "use_ssl_mutual": _tls_switch(listener, True),
-        "server_cert": _tls_file(listener, "server-cert", "Server certificate (chain), PEM; re-read on change or SIGHUP"),
-        "server_key": _tls_file(listener, "server-key", "Server private key, PEM"),
-        "root_cert": _tls_file(listener, "root-cert", "CA certificate(s) client certificates must chain to (mutual TLS)"),
+        "server_cert": _tls_file(listener, "server-cert", "Certificate (chain), PEM; re-read on change or SIGHUP"),
+        "server_key": _tls_file(listener, "server-key", "Private key, PEM"),
+        "root_cert": _tls_file(listener, "root-cert", "CA certificate(s) of the clients (mutual TLS)"),
     }
 
 

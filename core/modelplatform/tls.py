@@ -92,7 +92,8 @@ def _choice(settings: Settings, listener: str) -> _Choice:
         return _metrics_choice(settings)
     mutual = bool(getattr(settings, f"{listener}_use_ssl_mutual"))
     on = mutual or bool(getattr(settings, f"{listener}_use_ssl"))  # mutual implies TLS, as in Triton
-    return _Choice(on, mutual, *(getattr(settings, f"{listener}_{name}") for name in ("server_cert", "server_key", "root_cert")))
+    files = (getattr(settings, f"{listener}_{name}") for name in ("server_cert", "server_key", "root_cert"))
+    return _Choice(on, mutual, *files)
 
 
 def _metrics_choice(settings: Settings) -> _Choice:

@@ -207,7 +207,8 @@ def test_fast_lane_answers_over_tls(tls_server: ServerProcess, pki: Pki) -> None
     assert received.count(b"HTTP/1.1 200 OK\r\n") == 3
     # The lane writes its own head, connection header first; Sanic answers the same request otherwise.
     assert received.startswith(b"HTTP/1.1 200 OK\r\nconnection: keep-alive\r\ncontent-type: application/json\r\n")
-    closing = _tls_exchange(tls_server.http_port, pki.client_context(), head + b"Connection: close\r\n\r\n" + SIMPLE_BODY, 1)
+    last = head + b"Connection: close\r\n\r\n" + SIMPLE_BODY
+    closing = _tls_exchange(tls_server.http_port, pki.client_context(), last, 1)
     assert closing.startswith(b"HTTP/1.1 200 OK\r\n") and b"connection: close" in closing.lower()
     assert not closing.startswith(b"HTTP/1.1 200 OK\r\nconnection:")  # Sanic answered this one
     assert received.split(b"\r\n\r\n", 1)[1][:200] == closing.split(b"\r\n\r\n", 1)[1][:200]
@@ -258,7 +259,8 @@ def test_perf_analyzer_over_tls(tls_server: ServerProcess, pki: Pki, protocol: s
     if not PERF_ANALYZER.exists():
         pytest.skip("perf_analyzer is missing: run `make perf-analyzer`")
     if protocol == "grpc":
-        url, flags = tls_server.grpc_url, ["--ssl-grpc-use-ssl", "true", "--ssl-grpc-root-certifications-file", str(pki.ca)]
+        url = tls_server.grpc_url
+        flags = ["--ssl-grpc-use-ssl", "true", "--ssl-grpc-root-certifications-file", str(pki.ca)]
     else:
         url, flags = f"https://localhost:{tls_server.http_port}", ["--ssl-https-ca-certificates-file", str(pki.ca)]
     command = [str(PERF_ANALYZER), "-m", "simple", "-i", protocol, "-u", url, *flags, *BOUNDED]
@@ -280,7 +282,9 @@ def test_tritonclient_http_with_a_client_certificate(mtls_server: ServerProcess,
 
 
 @pytest.mark.parametrize("stranger", [False, True], ids=["no-certificate", "other-ca"])
-def test_http_client_refused_without_a_trusted_certificate(mtls_server: ServerProcess, pki: Pki, stranger: bool) -> None:
+def test_http_client_refused_without_a_trusted_certificate(
+    mtls_server: ServerProcess, pki: Pki, stranger: bool
+) -> None:
     with pytest.raises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
         https(mtls_server.http_port, pki.client_context(stranger=stranger), "GET", "/v2/health/ready")
     assert https(mtls_server.http_port, pki.client_context(with_cert=True), "GET", "/v2/health/ready")[0] == 200

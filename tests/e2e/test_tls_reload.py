@@ -52,7 +52,9 @@ class Files:
         root = [f"--{listener}-root-cert", str(self.ca)] if mutual else []
         return [switch, f"--{listener}-server-cert", str(self.cert), f"--{listener}-server-key", str(self.key), *root]
 
-    def context(self, alpn: str | None = None, ca: bytes | None = None, client: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    def context(
+        self, alpn: str | None = None, ca: bytes | None = None, client: tuple[Path, Path] | None = None
+    ) -> ssl.SSLContext:
         context = ssl.create_default_context(cadata=(ca or self.ca.read_bytes()).decode())
         if client is not None:
             context.load_cert_chain(*client)
@@ -83,6 +85,11 @@ def wait_for_log(server: ServerProcess, event: str, count: int, since: int, time
 def health(port: int, credentials: grpc.ChannelCredentials) -> int:
     with grpc.secure_channel(f"127.0.0.1:{port}", credentials) as channel:
         return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=15).status
+
+
+def credentials(ca: Path, client: tuple[Path, Path]) -> grpc.ChannelCredentials:
+    cert, key = client
+    return grpc.ssl_channel_credentials(ca.read_bytes(), key.read_bytes(), cert.read_bytes())
 
 
 def ready_over_https(port: int, context: ssl.SSLContext) -> int:
@@ -159,12 +166,12 @@ def test_sighup_reloads_a_new_ca_and_a_broken_file_keeps_the_old(files: Files, a
         new_client = (files.client_cert, files.client_key)
         assert served_serial(server.http_port, files.context(client=new_client)) == rotated.serial
         assert ready_over_https(server.http_port, files.context(client=new_client)) == 200
-        new_grpc = grpc.ssl_channel_credentials(files.ca.read_bytes(), files.client_key.read_bytes(), files.client_cert.read_bytes())
+        new_grpc = credentials(files.ca, (files.client_cert, files.client_key))
         assert health(server.grpc_port, new_grpc) == 1
         # The old CA is no longer trusted: its client certificate is refused on both ports.
         with pytest.raises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
             ready_over_https(server.http_port, files.context(ca=files.ca.read_bytes(), client=old_client))
-        mixed = grpc.ssl_channel_credentials(files.ca.read_bytes(), old_client[1].read_bytes(), old_client[0].read_bytes())
+        mixed = credentials(files.ca, old_client)
         with pytest.raises(grpc.RpcError):
             health(server.grpc_port, mixed)
 
@@ -201,15 +208,18 @@ REFUSED = {
                                      "--metrics-use-ssl-mutual"], "metrics_use_ssl_mutual needs metrics_root_cert"),
     "not-a-certificate": (["--http-use-ssl", "--http-server-cert", "{ca}.txt", "--http-server-key", "{key}"],
                           "http TLS: unusable certificate"),
-    "key-of-another-certificate": (["--grpc-use-ssl", "--grpc-server-cert", "{cert}", "--grpc-server-key", "{client_key}"],
-                                   "grpc TLS: unusable certificate"),
+    "key-of-another-certificate": (
+        ["--grpc-use-ssl", "--grpc-server-cert", "{cert}", "--grpc-server-key", "{client_key}"],
+        "grpc TLS: unusable certificate",
+    ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
 def test_settings_that_cannot_work_stop_serve_with_status_2(files: Files, case: str) -> None:
     Path(f"{files.ca}.txt").write_text("hello, not PEM\n")
-    names = {"cert": files.cert, "key": files.key, "ca": files.ca, "dir": files.ca.parent, "client_key": files.client_key}
+    names = {"cert": files.cert, "key": files.key, "ca": files.ca, "dir": files.ca.parent,
+             "client_key": files.client_key}  # fmt: skip
     args, message = REFUSED[case]
     command = [sys.executable, "-m", "modelplatform", "serve", "--model-repository", str(MODEL_REPOSITORY)]
     done = subprocess.run([*command, *(a.format(**names) for a in args)], capture_output=True, text=True, timeout=120)
