@@ -22,7 +22,7 @@ from .tls import mode_of, server_tls
 
 if TYPE_CHECKING:
     from .context import ServerContext
-    from .tls import ListenerTls
+    from .tls import ListenerTls, Pem
 
 log = structlog.get_logger("modelplatform.grpc")
 
@@ -152,10 +152,10 @@ def server_credentials(tls: ListenerTls) -> grpc.ServerCredentials:
     answers with the files' latest good bytes once per reload (None: nothing new)."""
     used = tls.generation
 
-    def certificates(pem: Any) -> Any:
+    def certificates(pem: Pem) -> grpc.ServerCertificateConfiguration:
         return grpc.ssl_server_certificate_configuration([(pem.key, pem.cert)], root_certificates=pem.root)
 
-    def fetch() -> Any:
+    def fetch() -> grpc.ServerCertificateConfiguration | None:
         nonlocal used
         if tls.generation == used:
             return None

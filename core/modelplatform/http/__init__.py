@@ -45,7 +45,7 @@ class HttpFront:
             return_asyncio_server=True,
             access_log=False,
             protocol=FastLaneProtocol if self.uses_lane else None,
-            # the same context object on every path: the fast lane reads the decrypted bytes as it reads plain ones
+            # TLS is below the protocol: the fast lane reads decrypted bytes as it reads plain ones
             ssl=server_tls(self.context).ssl_context("http"),
         )
         await self._server.startup()
