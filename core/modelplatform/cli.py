@@ -61,6 +61,38 @@ DisableOpt = Annotated[
 ]
 
 
+def _tls_switch(listener: str, mutual: bool) -> typer.models.OptionInfo:
+    flag = f"--{listener}-use-ssl" + ("-mutual" if mutual else "")
+    port = {"http": "HTTP", "grpc": "gRPC"}.get(listener, listener)
+    what = f"TLS on the {port} port"
+    if mutual:
+        what = f"mutual {what}: clients need a certificate of the root cert"
+    follows = " (default: as HTTP)" if listener == "metrics" else ""
+    return typer.Option(f"{flag}/--no-{flag[2:]}", help=f"Serve {what}{follows}.", rich_help_panel=SECURITY)
+
+
+def _tls_file(listener: str, name: str, what: str) -> typer.models.OptionInfo:
+    follows = " (default: the HTTP one)" if listener == "metrics" else ""
+    return typer.Option(
+        f"--{listener}-{name}", metavar="<pem>", help=f"{what}{follows}.", rich_help_panel=SECURITY
+    )
+
+
+def _tls_options(listener: str) -> dict[str, typer.models.OptionInfo]:
+    return {
+        "use_ssl": _tls_switch(listener, False),
+        "use_ssl_mutual": _tls_switch(listener, True),
+        "server_cert": _tls_file(listener, "server-cert", "Certificate (chain), PEM; re-read on change or SIGHUP"),
+        "server_key": _tls_file(listener, "server-key", "Private key, PEM"),
+        "root_cert": _tls_file(listener, "root-cert", "CA certificate(s) of the clients (mutual TLS)"),
+    }
+
+
+_GRPC_TLS, _HTTP_TLS, _METRICS_TLS = (_tls_options(listener) for listener in ("grpc", "http", "metrics"))
+TlsSwitch = Optional[bool]
+TlsFile = Optional[str]
+
+
 @app.command(cls=PanelledCommand)
 def serve(
     config: ConfigOpt = None,
@@ -252,6 +284,21 @@ def serve(
             rich_help_panel=OBSERVABILITY,
         ),
     ] = None,
+    grpc_use_ssl: Annotated[TlsSwitch, _GRPC_TLS["use_ssl"]] = None,
+    grpc_use_ssl_mutual: Annotated[TlsSwitch, _GRPC_TLS["use_ssl_mutual"]] = None,
+    grpc_server_cert: Annotated[TlsFile, _GRPC_TLS["server_cert"]] = None,
+    grpc_server_key: Annotated[TlsFile, _GRPC_TLS["server_key"]] = None,
+    grpc_root_cert: Annotated[TlsFile, _GRPC_TLS["root_cert"]] = None,
+    http_use_ssl: Annotated[TlsSwitch, _HTTP_TLS["use_ssl"]] = None,
+    http_use_ssl_mutual: Annotated[TlsSwitch, _HTTP_TLS["use_ssl_mutual"]] = None,
+    http_server_cert: Annotated[TlsFile, _HTTP_TLS["server_cert"]] = None,
+    http_server_key: Annotated[TlsFile, _HTTP_TLS["server_key"]] = None,
+    http_root_cert: Annotated[TlsFile, _HTTP_TLS["root_cert"]] = None,
+    metrics_use_ssl: Annotated[TlsSwitch, _METRICS_TLS["use_ssl"]] = None,
+    metrics_use_ssl_mutual: Annotated[TlsSwitch, _METRICS_TLS["use_ssl_mutual"]] = None,
+    metrics_server_cert: Annotated[TlsFile, _METRICS_TLS["server_cert"]] = None,
+    metrics_server_key: Annotated[TlsFile, _METRICS_TLS["server_key"]] = None,
+    metrics_root_cert: Annotated[TlsFile, _METRICS_TLS["root_cert"]] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -290,9 +337,25 @@ def serve(
         "metrics_config": metrics_config or None,
         "trace_otlp_endpoint": trace_otlp_endpoint,
         "trace_rate": trace_rate,
+        "grpc_use_ssl": grpc_use_ssl,
+        "grpc_use_ssl_mutual": grpc_use_ssl_mutual,
+        "grpc_server_cert": grpc_server_cert,
+        "grpc_server_key": grpc_server_key,
+        "grpc_root_cert": grpc_root_cert,
+        "http_use_ssl": http_use_ssl,
+        "http_use_ssl_mutual": http_use_ssl_mutual,
+        "http_server_cert": http_server_cert,
+        "http_server_key": http_server_key,
+        "http_root_cert": http_root_cert,
+        "metrics_use_ssl": metrics_use_ssl,
+        "metrics_use_ssl_mutual": metrics_use_ssl_mutual,
+        "metrics_server_cert": metrics_server_cert,
+        "metrics_server_key": metrics_server_key,
+        "metrics_root_cert": metrics_root_cert,
     }
     settings = _settings(config, overrides)
     _require_repository(settings, model_repository)
+    _require_usable_tls(settings)
     configure(settings.log_verbose, settings.log_format)
     from .allocator import tune_allocator
     from .server import run
@@ -365,6 +428,17 @@ def _require_repository(settings: Settings, as_given: str | None) -> None:
         reason = "does not exist"
     typer.echo(f"error: model repository {shown}: {reason}", err=True)
     raise typer.Exit(2)
+
+
+def _require_usable_tls(settings: Settings) -> None:
+    """Stop with one line when a certificate, key or root file does not parse or match (exit 2)."""
+    from .tls import ServerTls
+
+    try:
+        ServerTls.from_settings(settings)
+    except ModelPlatformError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _register_plugin_commands() -> None:

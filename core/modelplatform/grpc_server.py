@@ -19,9 +19,11 @@ from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
 from .grpc_access import access_interceptors
 from .observing import ScopeOpener, counted_in_call, current_scope
+from .tls import mode_of, server_tls
 
 if TYPE_CHECKING:
     from .context import ServerContext
+    from .tls import ListenerTls, Pem
 
 log = structlog.get_logger("modelplatform.grpc")
 
@@ -134,11 +136,37 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
     for service in context.grpc_services:
         service.add_to_server(server, context)
     address = f"{settings.host}:{settings.grpc_port}"
-    if server.add_insecure_port(address) == 0:
+    tls = server_tls(context).listener("grpc")
+    if tls is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, server_credentials(tls))
+    if bound == 0:
         raise OSError(f"cannot bind gRPC to {address}")
     await server.start()
-    log.info("grpc_started", address=address, services=sorted({s.name for s in context.grpc_services}))
+    services = sorted({s.name for s in context.grpc_services})
+    log.info("grpc_started", address=address, services=services, tls=mode_of(tls))
     return server
+
+
+def server_credentials(tls: ListenerTls) -> grpc.ServerCredentials:
+    """Credentials that follow ``tls``: gRPC asks the fetcher on each new handshake, and it
+    answers with the files' latest good bytes once per reload (None: nothing new)."""
+    used = tls.generation
+
+    def certificates(pem: Pem) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration([(pem.key, pem.cert)], root_certificates=pem.root)
+
+    def fetch() -> grpc.ServerCertificateConfiguration | None:
+        nonlocal used
+        if tls.generation == used:
+            return None
+        used = tls.generation
+        return certificates(tls.pem)
+
+    return grpc.dynamic_ssl_server_credentials(
+        certificates(tls.pem), fetch, require_client_authentication=tls.files.mutual
+    )
 
 
 class _ScopeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]

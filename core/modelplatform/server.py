@@ -38,6 +38,7 @@ from .models.warmup import WarmupSource
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
+from .tls import ServerTls, server_tls
 
 log = structlog.get_logger("modelplatform.server")
 
@@ -89,6 +90,8 @@ def compose(
         dataplane=dataplane,
         broadcast=_broadcast(cluster_link),
     )
+    tls = ServerTls.from_settings(settings)  # files read and checked once, before any port opens
+    context.shared(ServerTls, lambda: tls)
     return Composition(context, plugins, models)
 
 
@@ -142,9 +145,13 @@ class RunningServer:
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
         self._grpc_stopped: asyncio.Future[None] | None = None
+        self._tls_watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         ctx = self.context
+        tls = server_tls(ctx)
+        if tls.listeners:
+            self._tls_watch = asyncio.ensure_future(tls.watch())
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
@@ -187,9 +194,10 @@ class RunningServer:
     async def stop(self) -> None:
         ctx = self.context
         ctx.dataplane.accepting = False
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+        for task in (self._poller, self._tls_watch):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await call_shutdown_hooks(self._plugins.manager, ctx)
         if self._grpc is not None:
             await (self._grpc_stopped or self._grpc.stop(grace=2))
@@ -246,6 +254,9 @@ async def serve(
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
     server = RunningServer(compose(settings, cluster_link=link))
     signals = shutdown.Signals(_signals_handled(worker is not None))
+    tls = server_tls(server.context)
+    if tls.listeners:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_tls, tls)
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
@@ -260,6 +271,11 @@ async def serve(
             await member.leave()
         await server.stop()
     shutdown.arm_watchdog(shutdown.EXIT_AFTER_STOP_SECS, "threads outlived the server")
+
+
+def _reload_tls(tls: ServerTls) -> None:
+    log.info("reload_signal_received", signal="SIGHUP")
+    tls.reload()
 
 
 def _signals_handled(is_worker: bool) -> tuple[signal.Signals, ...]:

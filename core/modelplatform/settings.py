@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidArgument
+from .tls import check_settings as _check_tls
 
 ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
@@ -94,6 +95,25 @@ class Settings:
     trace_otlp_endpoint: str = ""
     #: Trace one request in every ``trace_rate`` (Triton's rate); a sampled ``traceparent`` is always traced.
     trace_rate: int = 1000
+    #: TLS on the gRPC port (Triton's flags); ``grpc_use_ssl_mutual`` also asks clients for a certificate.
+    grpc_use_ssl: bool = False
+    grpc_use_ssl_mutual: bool = False
+    #: PEM files: the server's certificate (chain) and key; the root certificate(s) client certificates chain to.
+    grpc_server_cert: str = ""
+    grpc_server_key: str = ""
+    grpc_root_cert: str = ""
+    #: TLS on the HTTP port (the fast lane included), named as the gRPC settings.
+    http_use_ssl: bool = False
+    http_use_ssl_mutual: bool = False
+    http_server_cert: str = ""
+    http_server_key: str = ""
+    http_root_cert: str = ""
+    #: TLS on the metrics port: each one not given (None, "") takes the HTTP setting's value.
+    metrics_use_ssl: bool | None = None
+    metrics_use_ssl_mutual: bool | None = None
+    metrics_server_cert: str = ""
+    metrics_server_key: str = ""
+    metrics_root_cert: str = ""
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -113,6 +133,8 @@ class Limits:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+#: Booleans whose "not given" (None) means something: take another setting's value.
+_OPTIONAL_BOOLS = frozenset({"metrics_use_ssl", "metrics_use_ssl_mutual"})
 
 
 def resolve(
@@ -163,7 +185,7 @@ def _build(values: dict[str, Any]) -> Settings:
 def _convert(name: str, value: Any) -> Any:
     default = _FIELDS[name].default
     try:
-        if isinstance(default, bool):
+        if isinstance(default, bool) or name in _OPTIONAL_BOOLS:
             return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
         if isinstance(default, tuple):
             items = value.split(_separator(name)) if isinstance(value, str) else value
@@ -200,6 +222,7 @@ def _check(settings: Settings) -> None:
     _check_metrics(settings)
     _check_tracing(settings)
     _check_access(settings)
+    _check_tls(settings)
 
 
 def _check_access(settings: Settings) -> None:

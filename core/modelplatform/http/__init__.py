@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from ..tls import mode_of, server_tls
 from .fastlane import FastLaneProtocol
 from .sanic_app import create_app
 from .sanic_seam import idle_secs
@@ -44,11 +45,14 @@ class HttpFront:
             return_asyncio_server=True,
             access_log=False,
             protocol=FastLaneProtocol if self.uses_lane else None,
+            # TLS is below the protocol: the fast lane reads decrypted bytes as it reads plain ones
+            ssl=server_tls(self.context).ssl_context("http"),
         )
         await self._server.startup()
         await self._server.before_start()
         await self._server.after_start()
-        log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane)
+        tls = mode_of(server_tls(self.context).listener("http"))
+        log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane, tls=tls)
 
     @property
     def open_connections(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -35,13 +36,14 @@ class MetricsPort:
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
-    async def start(self, address: str, port: int, shared: bool) -> int:
-        """Listen; returns the port bound (``port`` 0 picks a free one)."""
+    async def start(self, address: str, port: int, shared: bool, tls: ssl.SSLContext | None = None) -> int:
+        """Listen (over TLS when ``tls`` is given); returns the port bound (``port`` 0 picks a free one)."""
         self._server = await asyncio.start_server(
-            self._serve, address, port, limit=MAX_HEAD_BYTES, reuse_port=shared or None
-        )
+            self._serve, address, port, limit=MAX_HEAD_BYTES, reuse_port=shared or None, ssl=tls,
+            ssl_handshake_timeout=HEAD_TIMEOUT_S if tls is not None else None,
+        )  # fmt: skip
         bound = self._server.sockets[0].getsockname()[1]
-        log.info("metrics_port_opened", address=address, port=bound)
+        log.info("metrics_port_opened", address=address, port=bound, tls=tls is not None)
         return int(bound)
 
     async def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 
 import structlog
 
@@ -54,12 +55,13 @@ class MetricsService:
             *operation_counters(stats),
         ]
 
-    async def start(self) -> None:
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Sample and open the metrics port; over TLS with ``tls`` (``ServerContext.ssl_context``)."""
         await asyncio.to_thread(self._sampler.start)
         self._sampling = asyncio.ensure_future(self._sample_forever())
         self._port = MetricsPort(self.scrape, self._admit)
         options = self.options
-        self.bound_port = await self._port.start(options.address, options.port, options.shared_port)
+        self.bound_port = await self._port.start(options.address, options.port, options.shared_port, tls)
 
     async def stop(self) -> None:
         if self._port is not None:
