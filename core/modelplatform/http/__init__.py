@@ -6,9 +6,11 @@ Internal to the core; plugins declare routes with :mod:`modelplatform.declaratio
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from sanic.server.protocols.http_protocol import HttpProtocol
 
 from .fastlane import FastLaneProtocol
 from .sanic_app import create_app
@@ -25,10 +27,14 @@ log = structlog.get_logger("modelplatform.http")
 class HttpFront:
     """The HTTP port of one server process: started and stopped by the composition root."""
 
-    def __init__(self, context: ServerContext) -> None:
+    def __init__(
+        self, context: ServerContext, wrap_protocol: Callable[[Any], Any] | None = None
+    ) -> None:
         self.context = context
         self.app: Sanic = create_app(context)
         self._server: Any = None
+        #: ``--single-port``: wraps the per-connection protocol factory (oneport.OnePort.protocol).
+        self._wrap_protocol = wrap_protocol
 
     @property
     def uses_lane(self) -> bool:
@@ -43,12 +49,18 @@ class HttpFront:
             sock=_shared_socket(settings.host, settings.http_port) if shared else None,
             return_asyncio_server=True,
             access_log=False,
-            protocol=FastLaneProtocol if self.uses_lane else None,
+            protocol=self._protocol(),
         )
         await self._server.startup()
         await self._server.before_start()
         await self._server.after_start()
         log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane)
+
+    def _protocol(self) -> Any:
+        protocol = FastLaneProtocol if self.uses_lane else None
+        if self._wrap_protocol is None:
+            return protocol
+        return self._wrap_protocol(protocol or HttpProtocol)
 
     @property
     def open_connections(self) -> int:
