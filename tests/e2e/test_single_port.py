@@ -17,6 +17,7 @@ import grpc
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from modelplatform.oneport import HTTP2_PREFACE
@@ -116,6 +117,9 @@ def test_grps_streaming_and_grpc_health_on_the_same_port(one_port):
         request.gmap.s_i32["COUNT"] = 5
         replies = list(grps_pb2_grpc.GrpsServiceStub(channel).PredictStreaming(request, timeout=30))
         assert [list(r.gtensors.tensors[0].flat_int32) for r in replies] == [[1], [2], [3], [4], [5]]
+        metadata = grps_pb2_grpc.GrpsServiceStub(channel).ServerMetadata(GrpsMessage(), timeout=30)
+    settings = yaml.safe_load(metadata.str_data)["settings"]
+    assert settings["grpc_port"] == settings["http_port"] == one_port.http_port  # where gRPC really is
 
 
 def test_a_stalled_preface_is_closed_after_the_request_timeout(one_port):
