@@ -30,6 +30,12 @@ from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from ..conftest import MODEL_REPOSITORY
 from ..http_wire import get_status
+from .test_drain import (
+    DELAY, EXIT_MARGIN, TIMEOUT, Background, drained, grpc_sleep, http_sleep, sleepy_repository, terminate,
+    wait_exit, wait_ready,
+)  # fmt: skip
+
+__all__ = ["sleepy_repository"]  # a fixture: imported to be used
 
 PROBE = Path(__file__).with_name("single_port_probe.py")
 HALF = "saved_model_half_plus_three"
@@ -154,6 +160,22 @@ def test_http_requests_pipelined_in_the_first_packet_are_all_answered(one_port):
     assert answer.count(b"HTTP/1.1 200 ") == 3
 
 
+def test_an_http_request_that_arrives_one_byte_at_a_time_is_served(one_port):
+    """``P`` could start the preface: the connection is sorted only at ``O``, and nothing is lost."""
+    body = json.dumps({"instances": [1.0]}).encode()
+    request = (f"POST /v1/models/{HALF}:predict HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+               f"content-length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
+    with socket.create_connection(("127.0.0.1", one_port.http_port), timeout=30) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for index in range(4):
+            sock.sendall(request[index : index + 1])
+            time.sleep(0.05)
+        sock.sendall(request[4:])
+        answer = _read_all(sock)
+    head, _, reply = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and json.loads(reply) == {"predictions": [3.5]}, answer[-300:]
+
+
 def _http(server: ServerProcess):
     import http.client
 
@@ -191,3 +213,21 @@ def _wait_ready(server: ServerProcess, timeout: float = 60) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"workers never became ready:\n{server.log()[-3000:]}")
+
+
+def test_the_drain_finishes_calls_on_both_protocols_of_the_one_port(sleepy_repository):
+    with ServerProcess(*drained("--model-repository", str(sleepy_repository), "--single-port")) as server:
+        wait_ready(server.http_port)
+        finishing_http = Background(http_sleep, server.http_port, DELAY + 1.0)
+        finishing_grpc = Background(grpc_sleep, server.http_port, DELAY + 1.0)
+        endless_grpc = Background(grpc_sleep, server.http_port, 60.0)
+        time.sleep(0.5)  # all three in flight
+        terminate(server)
+        code, _ = wait_exit(server, DELAY + TIMEOUT + EXIT_MARGIN)
+        for call in (finishing_http, finishing_grpc, endless_grpc):
+            call.join(timeout=10)
+        log = server.log()
+    assert finishing_http.result[0] == 200 and finishing_http.result[2] == "close", finishing_http.result
+    assert finishing_grpc.result == (grpc.StatusCode.OK, "")
+    assert endless_grpc.result == (grpc.StatusCode.UNAVAILABLE, "Server is shutting down")
+    assert code == 0, log[-4000:]
