@@ -78,11 +78,6 @@ class OnePort:
     def grpc_address(self) -> str:
         return f"unix:{self.grpc_path}"
 
-    @property
-    def open_connections(self) -> int:
-        """Connections not yet sorted, and gRPC connections being spliced."""
-        return len(self._open)
-
     def protocol(self, http_protocol: ProtocolFactory) -> ProtocolFactory:
         """A factory for the HTTP server: each connection is sorted, then served by the right server."""
 
