@@ -206,6 +206,16 @@ def test_workers_share_the_one_port_and_remove_their_sockets_on_exit():
     assert not any(Path(path).parent.exists() for path in sockets)
 
 
+def test_without_an_http_dialect_grpc_binds_the_http_port_itself():
+    args = ("--model-repository", str(MODEL_REPOSITORY), "--single-port", "--plugins", "oip-grpc,python",
+            "--load-model", "simple")  # fmt: skip
+    with ServerProcess(*args) as server:
+        with grpc.insecure_channel(server.http_url) as channel:
+            health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=30)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        assert f"127.0.0.1:{server.http_port}" in server.log() and "single_port_enabled" not in server.log()
+
+
 def _wait_ready(server: ServerProcess, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
