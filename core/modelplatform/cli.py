@@ -142,6 +142,14 @@ def serve(
             rich_help_panel=NETWORK,
         ),
     ] = None,
+    single_port: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--single-port/--no-single-port",
+            help="HTTP and gRPC (h2c) both on the HTTP port; no gRPC port.",
+            rich_help_panel=NETWORK,
+        ),
+    ] = None,
     max_request_bytes: Annotated[
         Optional[int], typer.Option(help="Largest request body.", rich_help_panel=LIMITS)
     ] = None,
@@ -324,6 +332,7 @@ def serve(
         "max_tensor_elements": max_tensor_elements,
         "max_bytes_element": max_bytes_element,
         "http_fast_lane": http_fast_lane,
+        "single_port": single_port,
         "http_request_timeout_secs": http_request_timeout_secs,
         "http_response_timeout_secs": http_response_timeout_secs,
         "http_keep_alive_timeout_secs": http_keep_alive_timeout_secs,

@@ -119,8 +119,11 @@ def server_options(max_message_bytes: int, reuse_port: bool = False) -> list[tup
     ]
 
 
-async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
-    """Start the server if any plugin registered a service; returns it or None."""
+async def start_grpc_server(context: ServerContext, address: str | None = None) -> grpc.aio.Server | None:
+    """Start the server if any plugin registered a service; returns it or None.
+
+    ``address`` replaces ``host:grpc_port`` (``--single-port``: a private Unix socket).
+    """
     if not context.grpc_services:
         return None
     settings = context.settings
@@ -135,8 +138,9 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
     server = grpc.aio.server(options=options, interceptors=[*access_interceptors(context), scopes])
     for service in context.grpc_services:
         service.add_to_server(server, context)
-    address = f"{settings.host}:{settings.grpc_port}"
-    tls = server_tls(context).listener("grpc")
+    # --single-port hands this server a private socket behind the one port (plain text there).
+    tls = None if address else server_tls(context).listener("grpc")
+    address = address or f"{settings.host}:{settings.grpc_port}"
     if tls is None:
         bound = server.add_insecure_port(address)
     else:

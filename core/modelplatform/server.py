@@ -35,6 +35,7 @@ from .logging import LOG_SETTINGS_TOPIC, configure, update_log_settings
 from .model_config import ModelConfig
 from .models import ModelManager
 from .models.warmup import WarmupSource
+from .oneport import OnePort
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .settings import Settings
@@ -142,6 +143,8 @@ class RunningServer:
         self.models = composition.models
         self._plugins = composition.plugins
         self.http: HttpFront | None = None
+        #: ``--single-port``: sorts the HTTP port's connections between HTTP and gRPC.
+        self.one_port: OnePort | None = None
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
         self._grpc_stopped: asyncio.Future[None] | None = None
@@ -156,14 +159,29 @@ class RunningServer:
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
         self._poller = start_polling(ctx.settings, self.models)
-        self._grpc = await start_grpc_server(ctx)
+        self._grpc = await start_grpc_server(ctx, self._grpc_address())
         await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.accepting = True
         log.info("server_started", plugins=list(self._plugins.loaded))
 
     async def _start_http(self) -> None:
-        self.http = HttpFront(self.context)
+        settings = self.context.settings
+        if settings.single_port:
+            # A connection that stalls before it is sorted is timed like a stalled request.
+            sort_timeout = settings.http_request_timeout_secs or settings.http_keep_alive_timeout_secs
+            self.one_port = OnePort(sort_timeout)
+            log.info("single_port_enabled", port=settings.http_port, grpc_address=self.one_port.grpc_address)
+        self.http = HttpFront(self.context, self.one_port.protocol if self.one_port else None)
         await self.http.start()
+
+    def _grpc_address(self) -> str | None:
+        """Single port: gRPC behind the HTTP port, or on it when no HTTP dialect is enabled."""
+        settings = self.context.settings
+        if not settings.single_port:
+            return None
+        if self.one_port is not None:
+            return self.one_port.grpc_address
+        return f"{settings.host}:{settings.http_port}"
 
     # ---- the drain (shutdown.py drives these on a clock) ----
 
@@ -201,6 +219,8 @@ class RunningServer:
         await call_shutdown_hooks(self._plugins.manager, ctx)
         if self._grpc is not None:
             await (self._grpc_stopped or self._grpc.stop(grace=2))
+        if self.one_port is not None:
+            self.one_port.close()  # gRPC connections the gRPC server's stop left, and the socket
         if self.http is not None:
             await self.http.stop()
         await self.models.shutdown()

@@ -72,6 +72,8 @@ class Settings:
     workers: int = 1
     #: Answer dialects' hot HTTP routes (HttpRoute.hot) in the C-parsed fast lane (http/fastlane.py).
     http_fast_lane: bool = True
+    #: HTTP/1.1 and gRPC (h2c) on the HTTP port, sorted per connection (oneport.py); no gRPC port.
+    single_port: bool = False
     #: Longest a client may stay silent while sending a request's head or body (HTTP 408); 0 = none.
     http_request_timeout_secs: float = 60.0
     #: Longest the server takes to produce an HTTP answer (the dialect's 504 after); 0 = none.
