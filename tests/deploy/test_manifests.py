@@ -49,7 +49,9 @@ def test_every_resource_file_is_rendered_by_some_kustomization():
         if path.name in PARTIAL:
             continue
         for document in yaml.safe_load_all(path.read_text()):
-            assert (document["kind"], document["metadata"]["name"]) in rendered, f"{path} is in no kustomization"
+            assert (document["kind"], document["metadata"]["name"]) in rendered, (
+                f"{path} is in no kustomization"
+            )
 
 
 def test_validation_refuses_what_a_cluster_would():
@@ -77,7 +79,11 @@ def test_deployment_probes_ports_and_grace(overlay):
     args = serve_args(server)
     ports = {p["name"]: p["containerPort"] for p in server["ports"]}
     assert ports == {"http": 8000, "grpc": 8001, "metrics": 8002}
-    assert [flag(args, f"--{n}-port") for n in ("http", "grpc", "metrics")] == ["8000", "8001", "8002"]
+    assert [flag(args, f"--{n}-port") for n in ("http", "grpc", "metrics")] == [
+        "8000",
+        "8001",
+        "8002",
+    ]
     assert server["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": "http"}
     assert server["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
     assert server["startupProbe"]["httpGet"]["path"] == "/v2/health/ready"
@@ -89,7 +95,10 @@ def test_deployment_probes_ports_and_grace(overlay):
 def test_deployment_runs_unprivileged_on_a_read_only_root(overlay):
     spec = find(overlay, "Deployment")["spec"]["template"]["spec"]
     server = container(spec)
-    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] != 0
+    assert (
+        spec["securityContext"]["runAsNonRoot"] is True
+        and spec["securityContext"]["runAsUser"] != 0
+    )
     assert server["securityContext"]["readOnlyRootFilesystem"] is True
     assert server["securityContext"]["allowPrivilegeEscalation"] is False
     assert server["securityContext"]["capabilities"]["drop"] == ["ALL"]
@@ -111,8 +120,15 @@ def test_service_pdb_and_service_monitor_select_the_pods():
     labels = find("overlays/cpu", "Deployment")["spec"]["template"]["metadata"]["labels"]
     service = find("overlays/cpu", "Service")
     assert service["spec"]["selector"].items() <= labels.items()
-    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"http": 8000, "grpc": 8001, "metrics": 8002}
-    assert find("overlays/cpu", "PodDisruptionBudget")["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {
+        "http": 8000,
+        "grpc": 8001,
+        "metrics": 8002,
+    }
+    assert (
+        find("overlays/cpu", "PodDisruptionBudget")["spec"]["selector"]["matchLabels"].items()
+        <= labels.items()
+    )
     monitor = find("overlays/cpu", "ServiceMonitor")["spec"]
     assert monitor["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert [(e["port"], e["path"]) for e in monitor["endpoints"]] == [("metrics", "/metrics")]
@@ -121,7 +137,7 @@ def test_service_pdb_and_service_monitor_select_the_pods():
 def _documented_autoscaling_query() -> str:
     text = (ROOT / "docs" / "observability.md").read_text()
     block = text.split("Triton's autoscaling query", 1)[1]
-    return re.search(r"```promql\n(.*?)\n```", block, re.S).group(1)
+    return re.search(r"```promql\n(.*?)\n```", block, re.DOTALL).group(1)
 
 
 def _normalised(query: str) -> str:
@@ -135,7 +151,9 @@ def test_autoscaler_reads_the_adapter_rule_built_from_the_documented_query():
     config = yaml.safe_load(find("prometheus-adapter", "ConfigMap")["data"]["config.yaml"])
     (rule,) = config["rules"]
     assert rule["name"]["as"] == metric["pods"]["metric"]["name"] == "avg_time_queue_us"
-    per_pod = rule["metricsQuery"].replace("{<<.LabelMatchers>>}", "").replace(" by (<<.GroupBy>>)", "")
+    per_pod = (
+        rule["metricsQuery"].replace("{<<.LabelMatchers>>}", "").replace(" by (<<.GroupBy>>)", "")
+    )
     assert _normalised(per_pod) == _normalised(_documented_autoscaling_query())
     assert rule["seriesQuery"].startswith("nv_inference_queue_duration_us{")
 
@@ -151,7 +169,9 @@ def test_cluster_serving_runtime_protocols_formats_and_metrics(name):
     assert {"onnx", "tensorrt", "triton", "modelplatform"} <= formats
     args = serve_args(container(spec))
     assert flag(args, "--model-repository") == "/mnt/models"
-    assert spec["annotations"]["prometheus.kserve.io/port"] == flag(args, "--metrics-port") == "8002"
+    assert (
+        spec["annotations"]["prometheus.kserve.io/port"] == flag(args, "--metrics-port") == "8002"
+    )
     assert spec["annotations"]["prometheus.kserve.io/path"] == "/metrics"
     assert flag(args, "--http-port") == "8080"  # KServe's HTTP port; gRPC on 9000 (h2c)
     assert flag(args, "--grpc-port") == "9000"
@@ -171,7 +191,9 @@ def test_inference_services_name_an_s3_repository_and_outlast_the_drain(name):
     model = predictor["model"]
     assert model["storageUri"].startswith("s3://")
     runtime = find("kserve", "ClusterServingRuntime", model["runtime"])["spec"]
-    assert predictor["terminationGracePeriodSeconds"] > _drain_budget(serve_args(container(runtime)))
+    assert predictor["terminationGracePeriodSeconds"] > _drain_budget(
+        serve_args(container(runtime))
+    )
     assert model["modelFormat"]["name"] in {f["name"] for f in runtime["supportedModelFormats"]}
     if model["protocolVersion"].startswith("grpc"):
         assert [(p["name"], p["containerPort"]) for p in model["ports"]] == [("h2c", 9000)]
@@ -187,4 +209,7 @@ def test_modelmesh_runtime_is_driven_by_the_triton_adapter_on_the_grpc_port():
     assert flag(args, "--model-control-mode") == "explicit" and "--no-strict-readiness" in args
     isvc = find("modelmesh", "InferenceService")
     assert isvc["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "ModelMesh"
-    assert isvc["spec"]["predictor"]["model"]["runtime"] == find("modelmesh", "ServingRuntime")["metadata"]["name"]
+    assert (
+        isvc["spec"]["predictor"]["model"]["runtime"]
+        == find("modelmesh", "ServingRuntime")["metadata"]["name"]
+    )

@@ -17,7 +17,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 
@@ -58,9 +57,16 @@ BROKEN_ID = "broken__isvc-deadbeef00"
 
 def _runtime_args(models: Path, grpc_port: int, http_port: int, metrics_port: int) -> list[str]:
     args = serve_args(container(find("modelmesh", "ServingRuntime")["spec"]))
-    local = {"--model-repository": models / TRITON_MODELS, "--grpc-port": grpc_port,
-             "--http-port": http_port, "--metrics-port": metrics_port}
-    return [f"{a.split('=')[0]}={local[a.split('=')[0]]}" if a.split("=")[0] in local else a for a in args]
+    local = {
+        "--model-repository": models / TRITON_MODELS,
+        "--grpc-port": grpc_port,
+        "--http-port": http_port,
+        "--metrics-port": metrics_port,
+    }
+    return [
+        f"{a.split('=')[0]}={local[a.split('=')[0]]}" if a.split("=")[0] in local else a
+        for a in args
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +121,9 @@ def test_single_file_layout_loads_lists_describes_and_infers(adapter, models):
     metadata = adapter.runtime.ModelMetadata(pb.ModelMetadataRequest(name=FILE_ID), timeout=10)
     assert metadata.name == FILE_ID and list(metadata.versions) == ["1"]
     assert [(t.name, t.datatype, list(t.shape)) for t in metadata.inputs] == [
-        ("INPUT0", "FP32", [-1, 16]), ("INPUT1", "FP32", [-1, 16])]  # completed from the graph
+        ("INPUT0", "FP32", [-1, 16]),
+        ("INPUT1", "FP32", [-1, 16]),
+    ]  # completed from the graph
     got, expected = _infer(adapter, FILE_ID)
     np.testing.assert_array_equal(got, expected)
 
