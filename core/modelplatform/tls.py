@@ -126,7 +126,7 @@ def any_tls(settings: Settings) -> bool:
 
 def check_settings(settings: Settings) -> None:
     """Refuse TLS settings that cannot work, naming the setting; the files are not parsed here."""
-    if settings.single_port and (settings.http_use_ssl or settings.grpc_use_ssl):
+    if settings.single_port and any(_choice(settings, name).on for name in ("http", "grpc")):
         # The one port would have to offer h2 by ALPN inside TLS; platforms that allow one
         # port only (Knative) end TLS at their ingress, so the two are not combined.
         raise InvalidArgument("single_port serves plain text only: it cannot be combined with http_use_ssl or grpc_use_ssl")
