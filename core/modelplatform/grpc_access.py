@@ -1,18 +1,19 @@
-"""Restricted protocols and API keys on the gRPC port: one interceptor before every handler.
+"""Restricted protocols and API keys on the gRPC port: a guard around every handler.
 
 Each call's method names its API category (GrpcService.categories). The
-interceptor asks the server's AccessGate before the handler runs and answers
+guard (wrapped around each handler once, at registration: grpc_server.py)
+asks the server's AccessGate before the handler runs and answers
 as Triton does: a restricted protocol without its metadata
 (``triton-grpc-protocol-<key>``) ends UNAVAILABLE "This protocol is restricted,
 expecting header '...'"; no or an unknown key UNAUTHENTICATED; a key outside
-its categories or models PERMISSION_DENIED. Placed before the scope
-interceptor, so a refused call is neither traced nor counted.
+its categories or models PERMISSION_DENIED. Wrapped outside the request
+scope, so a refused call is neither traced nor counted.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -36,18 +37,18 @@ _STATUS = {
 ModelReader = Callable[[Any], "str | None"]
 
 
-def access_interceptors(context: ServerContext) -> list[grpc.aio.ServerInterceptor]:
-    """The interceptor when anything is checked on gRPC; none otherwise (no cost per call)."""
+def access_guard(context: ServerContext) -> AccessGuard | None:
+    """The guard when anything is checked on gRPC; None otherwise (no cost per call)."""
     check_categories(context.grpc_services)
     gate = access_gate(context)
     if not gate.grpc_active:
-        return []
+        return None
     methods = {
         f"/{service.name}/{method}": (category, _model_reader(service.inference_methods.get(method), category))
         for service in context.grpc_services
         for method, category in service.categories.items()
     }  # fmt: skip
-    return [AccessInterceptor(gate, methods)]
+    return AccessGuard(gate, methods)
 
 
 def check_categories(services: Iterable[GrpcService]) -> None:
@@ -84,29 +85,20 @@ def _named_model(request: Any) -> str | None:
     return None
 
 
-class AccessInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Wraps every handler with the gate's check; handlers are wrapped once per method."""
+class AccessGuard:
+    """Wraps a handler with the gate's check, once per method at registration."""
 
     def __init__(self, gate: AccessGate, methods: Mapping[str, tuple[str, ModelReader]]) -> None:
         self._gate = gate
         self._methods = methods
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """``handler`` of ``method`` (``/package.Service/Method``) behind the check."""
         if handler is None or not hasattr(handler, "_replace"):
             return handler
-        method = details.method
-        wrapped = self._wrapped.get(method)
-        if wrapped is None or wrapped[0] is not handler:
-            # A method no declaration names has no category: with API keys, no key may call it.
-            category, reader = self._methods.get(method, ("", _named_model))
-            wrapped = self._wrapped[method] = (handler, self._guarded(handler, method, category, reader))
-        return wrapped[1]
+        # A method no declaration names has no category: with API keys, no key may call it.
+        category, reader = self._methods.get(method, ("", _named_model))
+        return self._guarded(handler, method, category, reader)
 
     def _guarded(
         self, handler: grpc.RpcMethodHandler, method: str, category: str, reader: ModelReader

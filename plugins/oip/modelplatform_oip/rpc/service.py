@@ -30,7 +30,8 @@ from modelplatform import (
 
 from ..protos import grpc_service_pb2 as pb
 from .logging_ext import LogSettingsRpc
-from .tensors import decode_request, encode_response
+from .tensors import decode_request, encode_response, encode_response_bytes
+from .wire import InferCall, read_infer_request
 
 SERVICE = "inference.GRPCInferenceService"
 #: Stream requests in flight at once per stream; the reader waits beyond this.
@@ -97,11 +98,10 @@ class OipService:
             ignore_unknown_fields=True,  # instance_stats has no field in Triton's proto
         )
 
-    async def model_infer(
-        self, request: pb.ModelInferRequest, context: Any
-    ) -> pb.ModelInferResponse:
-        inference = decode_request(request, self.limits)
-        return encode_response(await self.dataplane.infer(inference))
+    async def model_infer(self, call: InferCall, context: Any) -> bytes:
+        """Tensors stay views of the received bytes and are copied once into the reply (wire.py)."""
+        inference = decode_request(call.message, self.limits, call.raw)
+        return encode_response_bytes(await self.dataplane.infer(inference))
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
@@ -153,7 +153,7 @@ class OipService:
             window.release()
 
 
-def model_named(request: pb.ModelInferRequest) -> str:
+def model_named(request: pb.ModelInferRequest | InferCall) -> str:
     """The model a ModelInfer request names (its refusals are counted under it)."""
     return request.model_name
 
@@ -187,7 +187,11 @@ def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
         "ModelStatistics": unary_method(
             service.model_statistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
         ),
-        "ModelInfer": unary_method(service.model_infer, pb.ModelInferRequest, pb.ModelInferResponse),
+        "ModelInfer": grpc.unary_unary_rpc_method_handler(
+            grpc_guard(service.model_infer),
+            request_deserializer=read_infer_request,
+            response_serializer=None,  # the handler answers serialised bytes
+        ),
         "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
             service.model_stream_infer,
             request_deserializer=pb.ModelInferRequest.FromString,
