@@ -92,6 +92,10 @@ class PythonBackend(Backend):
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         return self._runner.stream(request)
 
+    @property
+    def streams(self) -> bool:
+        return self.config.decoupled or self._runner.streams
+
     async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
         return await self._runner.handle_raw(body, headers)
 
@@ -113,6 +117,8 @@ class PythonBackend(Backend):
 
 class _NotLoaded:
     """The runner before ``load`` and after ``unload``: every call is refused."""
+
+    streams = False
 
     def __init__(self, model: str) -> None:
         self._error = f"model '{model}' is not loaded"
