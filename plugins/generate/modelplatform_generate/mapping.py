@@ -82,6 +82,8 @@ def _map(
 
 def _input(spec: TensorMetadata, value: Any) -> dict[str, Any]:
     data = value if isinstance(value, list) else [value]
+    if any(isinstance(item, (list, dict)) for item in data):
+        raise InvalidArgument(f"input '{spec.name}': a value must be a scalar or a flat list")
     return {
         "name": spec.name,
         "datatype": spec.datatype,
