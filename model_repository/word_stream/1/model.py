@@ -42,7 +42,8 @@ def _words(request):
 
 def _delay(request):
     delay = json.loads(request.parameters() or "{}").get("delay_ms", 10)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= MAX_DELAY_MS:
+    is_number = isinstance(delay, (int, float)) and not isinstance(delay, bool)
+    if not is_number or not 0 <= delay <= MAX_DELAY_MS:
         raise ValueError(f"parameter delay_ms must be a number 0..{MAX_DELAY_MS}, got {delay!r}")
     return delay / 1000
 

@@ -11,4 +11,8 @@ from .routes import DIALECT, generate_routes
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(DIALECT, generate_routes, http_status, extensions=("generate",), protocol="oip_http")]
+    # Counted as oip_http: the extension's requests are Triton HTTP requests.
+    dialect = HttpDialect(
+        DIALECT, generate_routes, http_status, extensions=("generate",), protocol="oip_http"
+    )
+    return [dialect]

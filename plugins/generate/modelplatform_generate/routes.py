@@ -89,10 +89,9 @@ async def _events(
 
 def generate_routes(context: ServerContext) -> list[HttpRoute]:
     routes = GenerateRoutes(context)
-    declared = []
-    for prefix in PREFIXES:
-        declared += [
-            HttpRoute(("POST",), f"{prefix}/generate", routes.generate, model_param="model"),
-            HttpRoute(("POST",), f"{prefix}/generate_stream", routes.generate_stream, model_param="model"),
-        ]
-    return declared
+    handlers = {"generate": routes.generate, "generate_stream": routes.generate_stream}
+    return [
+        HttpRoute(("POST",), f"{prefix}/{kind}", handler, model_param="model")
+        for prefix in PREFIXES
+        for kind, handler in handlers.items()
+    ]

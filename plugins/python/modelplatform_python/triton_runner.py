@@ -189,7 +189,9 @@ class TritonRunner:
                 "and answer through request.get_response_sender()"
             ))
 
-    def _sent_response(self, request: InferenceRequest, sent: Any, final: bool) -> InferenceResponse:
+    def _sent_response(
+        self, request: InferenceRequest, sent: Any, final: bool
+    ) -> InferenceResponse:
         result = self._result(request, sent)
         if isinstance(result, ModelPlatformError):
             raise result

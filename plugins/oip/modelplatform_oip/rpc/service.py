@@ -175,7 +175,9 @@ class OipService:
                 await write(stream_reply(encode_response(response), final))
         if empty_final and not final:
             empty = pb.ModelInferResponse(
-                model_name=inference.model_name, model_version=inference.model_version, id=inference.id
+                model_name=inference.model_name,
+                model_version=inference.model_version,
+                id=inference.id,
             )
             await write(stream_reply(empty, True))
 
@@ -184,7 +186,9 @@ def final_flag_wanted(inference: InferenceRequest) -> bool:
     """Take Triton's ``triton_enable_empty_final_response`` off the request (no model sees it)."""
     wanted = inference.parameters.pop(EMPTY_FINAL, False)
     if not isinstance(wanted, bool):
-        raise InvalidArgument(f"invalid value type for '{EMPTY_FINAL}' parameter, expected bool_param.")
+        raise InvalidArgument(
+            f"invalid value type for '{EMPTY_FINAL}' parameter, expected bool_param."
+        )
     return wanted
 
 
