@@ -96,7 +96,8 @@ def test_the_server_serves_on_after_the_clients_left(streaming_server, tmp_path)
     progress = tmp_path / "progress.txt"
     with httpx.Client(base_url=f"http://{streaming_server.http_url}", timeout=30) as client:
         url = "/v2/models/count_forever_decoupled/generate_stream"
-        with httpx_sse.connect_sse(client, "POST", url, json={"PROGRESS_FILE": str(progress)}) as source:
+        body = {"PROGRESS_FILE": str(progress)}
+        with httpx_sse.connect_sse(client, "POST", url, json=body) as source:
             events = source.iter_sse()
             assert [orjson.loads(next(events).data)["INDEX"] for _ in range(3)] == [1, 2, 3]
     _assert_stopped(progress)
@@ -119,5 +120,6 @@ def test_a_bad_empty_final_flag_is_refused_in_band(streaming_server, tmp_path):
     with grpc.insecure_channel(streaming_server.grpc_url) as channel:
         stub = pb_grpc.GRPCInferenceServiceStub(channel)
         (reply,) = list(stub.ModelStreamInfer(iter([request]), timeout=30))
-    assert "invalid value type for 'triton_enable_empty_final_response' parameter" in reply.error_message
+    expected = "invalid value type for 'triton_enable_empty_final_response' parameter"
+    assert expected in reply.error_message
     assert not (tmp_path / "never.txt").exists()

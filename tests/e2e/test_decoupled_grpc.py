@@ -54,15 +54,18 @@ def test_a_unary_model_on_the_stream_answers_once_flagged_final(probe):
 
 
 def test_without_the_opt_in_no_empty_final_response_follows(probe):
-    assert [(s["value"], s["final"]) for s in probe["plain"]["seen"]] == [(["red"], False), (["green"], False)]
+    seen = [(s["value"], s["final"]) for s in probe["plain"]["seen"]]
+    assert seen == [(["red"], False), (["green"], False)]
     assert probe["plain"]["extra"] is False
 
 
 def test_an_error_response_of_a_decoupled_model_arrives_in_band(probe):
-    assert probe["bad_words"] == [{"error": "parameter delay_ms must be a number 0..1000, got 'soon'"}]
+    message = "parameter delay_ms must be a number 0..1000, got 'soon'"
+    assert probe["bad_words"] == [{"error": message}]
 
 
 def test_modelinfer_to_a_decoupled_model_gets_tritons_error(probe):
     assert probe["unary"] == (
-        "StatusCode.UNIMPLEMENTED ModelInfer RPC doesn't support models with decoupled transaction policy"
+        "StatusCode.UNIMPLEMENTED "
+        "ModelInfer RPC doesn't support models with decoupled transaction policy"
     )

@@ -25,7 +25,8 @@ def _words_request(text: str) -> GrpsMessage:
 
 def test_grps_grpc_streams_a_decoupled_model(server):
     with grpc.insecure_channel(server.grpc_url) as channel:
-        replies = list(grps_pb2_grpc.GrpsServiceStub(channel).PredictStreaming(_words_request("to be or")))
+        stub = grps_pb2_grpc.GrpsServiceStub(channel)
+        replies = list(stub.PredictStreaming(_words_request("to be or")))
     assert [r.status.status for r in replies] == [Status.SUCCESS] * 3
     assert [list(r.gtensors.tensors[0].flat_string) for r in replies] == [["to"], ["be"], ["or"]]
 
@@ -38,7 +39,8 @@ def test_grps_http_streams_a_decoupled_model(http):
     # One GrpsMessage JSON per response, written back to back (grps's framing).
     messages = orjson.loads(b"[" + chunks.replace(b"}{", b"},{") + b"]")
     assert [m["status"]["status"] for m in messages] == ["SUCCESS"] * 3
-    assert [m["gtensors"]["tensors"][0]["flat_string"] for m in messages] == [["not"], ["to"], ["be"]]
+    words = [m["gtensors"]["tensors"][0]["flat_string"] for m in messages]
+    assert words == [["not"], ["to"], ["be"]]
 
 
 def test_http_infer_to_a_decoupled_model_gets_tritons_error(http):

@@ -42,7 +42,8 @@ def test_generate_unwraps_one_element_and_reads_inputs_inside_parameters(client)
 
 def test_generate_stream_sends_each_response_as_an_sse_event(client):
     body = {"text_input": "streams are fun", "parameters": {"delay_ms": 1}}
-    with httpx_sse.connect_sse(client, "POST", "/v2/models/word_stream/generate_stream", json=body) as source:
+    url = "/v2/models/word_stream/generate_stream"
+    with httpx_sse.connect_sse(client, "POST", url, json=body) as source:
         assert source.response.status_code == 200
         assert source.response.headers["content-type"] == "text/event-stream; charset=utf-8"
         events = [(e.event, orjson.loads(e.data)) for e in source.iter_sse()]
@@ -65,7 +66,8 @@ def test_generate_refuses_a_model_answering_several_times(client):
 
 
 def test_generate_stream_errors_before_the_first_response_are_plain_json(client):
-    reply = client.post("/v2/models/word_stream/generate_stream", json={"text_input": "a", "delay_ms": "x"})
+    body = {"text_input": "a", "delay_ms": "x"}
+    reply = client.post("/v2/models/word_stream/generate_stream", json=body)
     assert _error(reply, 400) == "parameter delay_ms must be a number 0..1000, got 'x'"
 
 
@@ -90,7 +92,8 @@ def test_bad_requests_are_400_with_an_error_object(client, body, words, kind):
 
 def test_unknown_model_and_version_are_404(client):
     assert "unknown model" in _error(client.post("/v2/models/nope/generate", json={}), 404)
-    assert "version 9" in _error(client.post("/v2/models/simple/versions/9/generate_stream", json={}), 404)
+    reply = client.post("/v2/models/simple/versions/9/generate_stream", json={})
+    assert "version 9" in _error(reply, 404)
 
 
 def test_generate_is_advertised(client):

@@ -1,4 +1,4 @@
-"""Triton decoupled python models in process: response senders, final flags, failures, cancelling."""
+"""Triton decoupled python models in process: senders, final flags, failures, cancelling."""
 
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ ERROR_RESPONSE = HEADER + """
     class TritonPythonModel:
         def execute(self, requests):
             error = pb_utils.TritonError("no such word", pb_utils.TritonError.INVALID_ARG)
-            requests[0].get_response_sender().send(pb_utils.InferenceResponse(error=error), flags=FINAL)
+            sender = requests[0].get_response_sender()
+            sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
 """
 NOT_DECOUPLED = HEADER + """
     class TritonPythonModel:
@@ -127,7 +128,8 @@ async def test_every_send_arrives_in_order_past_the_window_and_the_last_is_final
 async def test_closing_the_stream_cancels_the_request_and_the_sender(tmp_path):
     async with loaded(tmp_path, FOREVER) as model:
         stream = model.stream(request(0))
-        assert [(await anext(stream)).output("OUT").data.tolist() for _ in range(3)] == [[1], [2], [3]]
+        first = [(await anext(stream)).output("OUT").data.tolist() for _ in range(3)]
+        assert first == [[1], [2], [3]]
         await stream.aclose()
         stopped: threading.Event = model._runner._module.STOPPED
         assert await asyncio.to_thread(stopped.wait, 30), "the model's thread kept sending"

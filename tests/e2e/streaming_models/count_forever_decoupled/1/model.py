@@ -9,7 +9,8 @@ import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def execute(self, requests):
         for request in requests:
-            path = pb_utils.get_input_tensor_by_name(request, "PROGRESS_FILE").as_numpy()[0].decode()
+            progress = pb_utils.get_input_tensor_by_name(request, "PROGRESS_FILE")
+            path = progress.as_numpy()[0].decode()
             args = (request, request.get_response_sender(), path)
             threading.Thread(target=_count, args=args, daemon=True).start()
 
