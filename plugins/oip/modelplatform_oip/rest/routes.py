@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from modelplatform import (
+    DecoupledModel,
     HttpReply,
     HttpRequest,
     HttpRoute,
@@ -101,7 +102,10 @@ class OipRoutes:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
-        response = await self.dataplane.infer(inference)
+        try:
+            response = await self.dataplane.infer(inference)
+        except DecoupledModel as error:  # Triton's words name the endpoint
+            raise error.at_endpoint("HTTP end point") from None
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
         else:
