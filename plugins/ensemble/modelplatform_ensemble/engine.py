@@ -59,6 +59,7 @@ class Pipeline:
         finally:
             for task in running:  # a step failed or the client left: the others stop too
                 task.cancel()
+                task.add_done_callback(_retrieved)
         outputs = [tensors[name] for name in self._outputs if name in tensors]
         return InferenceResponse(request.model_name, request.model_version, outputs, id=request.id)
 
@@ -100,6 +101,12 @@ class Pipeline:
                 if missing[reader] == 0:
                     ready.append(reader)
         return ready
+
+
+def _retrieved(task: asyncio.Task[InferenceResponse]) -> None:
+    """A step that failed after its request already had: its error is seen, not logged as lost."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _renamed(tensor: Tensor, name: str) -> Tensor:

@@ -82,7 +82,8 @@ class Dag:
     def __init__(self, spec: DagSpec, dataplane: DataPlane) -> None:
         self.spec = spec
         self._dataplane = dataplane
-        self._built: tuple[tuple[int, ...], Pipeline, ModelConfig] | None = None
+        #: The node models' configurations it was built from, and what was built.
+        self._built: tuple[tuple[ModelConfig, ...], Pipeline, ModelConfig] | None = None
 
     def first_model(self) -> tuple[str, str]:
         node = self.spec.nodes[0]
@@ -95,12 +96,12 @@ class Dag:
         return response
 
     def _pipeline(self) -> tuple[Pipeline, ModelConfig]:
-        configs = [self._dataplane.model_config(n.model, n.version) for n in self.spec.nodes]
-        key = tuple(id(c) for c in configs)  # a reload replaces a model's config object
-        if self._built is None or self._built[0] != key:
+        configs = tuple(self._dataplane.model_config(n.model, n.version) for n in self.spec.nodes)
+        built = self._built
+        if built is None or any(a is not b for a, b in zip(built[0], configs)):  # a reload: new objects
             config = self._as_ensemble(configs)
-            self._built = (key, Pipeline(config, wiring(config), self._dataplane), config)
-        return self._built[1], self._built[2]
+            built = self._built = (configs, Pipeline(config, wiring(config), self._dataplane), config)
+        return built[1], built[2]
 
     def _as_ensemble(self, configs: Sequence[ModelConfig]) -> ModelConfig:
         """The DAG as an ensemble: the first model's inputs in, the last model's outputs out."""

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from modelplatform import (
+    DecoupledModel,
     HttpReply,
     HttpRequest,
     HttpRoute,
@@ -101,7 +102,10 @@ class OipRoutes:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
-        response = await self.dataplane.infer(inference)
+        try:
+            response = await self.dataplane.infer(inference)
+        except DecoupledModel as error:  # Triton's words name the endpoint
+            raise error.at_endpoint("HTTP end point") from None
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
         else:
@@ -141,17 +145,18 @@ def _model(request: HttpRequest) -> tuple[str, str]:
 def oip_routes(context: ServerContext) -> list[HttpRoute]:
     routes = OipRoutes(context)
     declared = [
-        HttpRoute(("GET",), "/v2", routes.server_metadata),
-        HttpRoute(("GET",), "/v2/health/live", routes.live),
-        HttpRoute(("GET",), "/v2/health/ready", routes.ready),
-        HttpRoute(("GET",), "/v2/models/stats", routes.statistics),
+        HttpRoute(("GET",), "/v2", routes.server_metadata, category="metadata"),
+        HttpRoute(("GET",), "/v2/health/live", routes.live, category="health"),
+        HttpRoute(("GET",), "/v2/health/ready", routes.ready, category="health"),
+        HttpRoute(("GET",), "/v2/models/stats", routes.statistics, category="statistics"),
     ]
     for prefix in (MODEL, VERSIONED):
         declared += [
-            HttpRoute(("GET",), prefix, routes.model_metadata),
-            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready),
-            HttpRoute(("GET",), f"{prefix}/config", routes.model_config),
-            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics),
-            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model"),
+            HttpRoute(("GET",), prefix, routes.model_metadata, category="metadata"),
+            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready, category="health"),
+            HttpRoute(("GET",), f"{prefix}/config", routes.model_config, category="model-config"),
+            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics, category="statistics"),
+            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model",
+                      category="inference"),
         ]
-    return declared + logging_routes()
+    return declared + logging_routes(context.broadcast)

@@ -7,6 +7,8 @@ back raw. Every client-sent size is checked before anything is allocated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from modelplatform import (
@@ -22,8 +24,9 @@ from modelplatform import (
 )
 
 from ..protos import grpc_service_pb2 as pb
-from ..raw import raw_array, raw_bytes
+from ..raw import raw_array, raw_bytes, raw_view
 from . import parameters
+from .wire import write_infer_response
 
 #: Typed contents field for each datatype (FP16/BF16 have none: raw only).
 TYPED_FIELD: dict[str, str] = {
@@ -42,16 +45,23 @@ TYPED_FIELD: dict[str, str] = {
 }
 
 
-def decode_request(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
-    """The request as the core's; a decoding error names the model and the input."""
+def decode_request(
+    message: pb.ModelInferRequest, limits: Limits, raw: Sequence[bytes | memoryview] | None = None
+) -> InferenceRequest:
+    """The request as the core's; a decoding error names the model and the input.
+
+    ``raw``: the raw inputs when they were kept out of ``message`` (wire.py);
+    by default the message's own ``raw_input_contents``.
+    """
     try:
-        return _decode(message, limits)
+        return _decode(message, limits, message.raw_input_contents if raw is None else raw)
     except InvalidArgument as error:
         raise error.naming_model(message.model_name) from None
 
 
-def _decode(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
-    raw = message.raw_input_contents
+def _decode(
+    message: pb.ModelInferRequest, limits: Limits, raw: Sequence[bytes | memoryview]
+) -> InferenceRequest:
     if raw and len(raw) != len(message.inputs):
         raise InvalidArgument(
             f"raw_input_contents has {len(raw)} entries for {len(message.inputs)} inputs"
@@ -73,7 +83,7 @@ def _decode(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
 
 
 def _input(
-    item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limits: Limits
+    item: pb.ModelInferRequest.InferInputTensor, raw: bytes | memoryview | None, limits: Limits
 ) -> Tensor:
     name, datatype, shape = item.name, item.datatype, list(item.shape)
     if datatype not in DATATYPES:
@@ -112,11 +122,22 @@ def _typed_array(
 
 
 def encode_response(response: InferenceResponse) -> pb.ModelInferResponse:
+    """The response as a message (what a stream embeds)."""
+    message = _response_metadata(response)
+    message.raw_output_contents.extend(raw_bytes(t) for t in response.outputs)
+    return message
+
+
+def encode_response_bytes(response: InferenceResponse) -> bytes:
+    """The serialised response, each output's bytes copied once (wire.py)."""
+    return write_infer_response(_response_metadata(response), [raw_view(t) for t in response.outputs])
+
+
+def _response_metadata(response: InferenceResponse) -> pb.ModelInferResponse:
     message = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
     )
     parameters.to_proto(response.parameters, message.parameters)
     for tensor in response.outputs:
         message.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
-    message.raw_output_contents.extend(raw_bytes(t) for t in response.outputs)
     return message
