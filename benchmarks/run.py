@@ -33,6 +33,12 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only wrk --repeat 3"
     make bench BENCH_ARGS="--only metrics --repeat 5"
     make bench BENCH_ARGS="--only tls --repeat 5"
+    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer) and bare grpc.aio
+
+The "peer" rows (peer.py) measure `simple` and `identity_fp32` over gRPC
+against our server, Triton's own server (when `make triton-peer` installed
+it) and a bare grpc.aio echo server, round after round, all serving the same
+python-backend model files; they print a table of their own.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import peer
 import rest_dialects
 import wrk
 
@@ -199,6 +206,7 @@ def main() -> None:
     rest = rest_dialects.chosen(args.only)
     metrics_cost = args.only in METRICS_SCENARIO.label + " metrics"
     tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
+    peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -222,9 +230,20 @@ def main() -> None:
             for server_process in canned.values():
                 server_process.stop()
     shutil.rmtree(repository, ignore_errors=True)
+    if peer_rows:
+        peer_results = peer.measure_peer_rows(
+            peer_rows, max(1, args.repeat), measure_peer, capture, Canned, args.server_args
+        )
     print_table(results)
+    if peer_rows:
+        peer.print_peer_table(peer_results)
+        results += peer_results
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+
+
+def measure_peer(scenario: peer.PeerScenario, grpc_url: str) -> float:
+    return measure(Scenario(scenario.label, scenario.model, "grpc", scenario.concurrency, scenario.shape), "", grpc_url)
 
 
 def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Canned]) -> dict:
