@@ -29,6 +29,7 @@ from modelplatform import (
 )
 
 from ..protos import grpc_service_pb2 as pb
+from ..regions import Regions
 from .logging_ext import log_settings_rpc
 from .tensors import decode_request, encode_response
 
@@ -46,6 +47,7 @@ class OipService:
     def __init__(self, context: ServerContext) -> None:
         self.dataplane: DataPlane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
+        self.regions = Regions(context)
 
     async def server_live(
         self, request: pb.ServerLiveRequest, context: Any
@@ -100,8 +102,19 @@ class OipService:
     async def model_infer(
         self, request: pb.ModelInferRequest, context: Any
     ) -> pb.ModelInferResponse:
-        inference = decode_request(request, self.limits)
-        return encode_response(await self.dataplane.infer(inference))
+        return await self._infer(request)
+
+    async def _infer(self, request: pb.ModelInferRequest) -> pb.ModelInferResponse:
+        """Decode, infer, encode; outputs bound to shared-memory regions are written there."""
+        inference = decode_request(request, self.limits, self.regions.read_input)
+        try:
+            placement = self.regions.bind_outputs(inference)
+        except ModelPlatformError as error:
+            raise error.naming_model(request.model_name) from None
+        response = await self.dataplane.infer(inference)
+        if placement is not None:
+            response = placement.place(response)
+        return encode_response(response)
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
@@ -136,10 +149,7 @@ class OipService:
     ) -> None:
         try:
             try:
-                inference = decode_request(request, self.limits)
-                reply = pb.ModelStreamInferResponse(
-                    infer_response=encode_response(await self.dataplane.infer(inference))
-                )
+                reply = pb.ModelStreamInferResponse(infer_response=await self._infer(request))
             except ModelPlatformError as error:
                 if not counted_in_call():  # refused while decoding: no edge sees a stream's errors
                     self.dataplane.count_refused(request.model_name)
