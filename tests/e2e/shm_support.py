@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..conftest import MODEL_REPOSITORY
 
 #: Sleeps before answering its input: a request that is still in flight when the test acts.
@@ -74,3 +76,25 @@ def peak_rss(pid: int) -> int:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
     raise AssertionError("no VmHWM in /proc status")
+
+
+def binary_infer(port: int, data: np.ndarray) -> np.ndarray:
+    """identity_fp32 over HTTP with binary input and output (no shared memory)."""
+    header = json.dumps({
+        "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [data.size],
+                    "parameters": {"binary_data_size": data.nbytes}}],
+        "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+    }).encode()  # fmt: skip
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        connection.request(
+            "POST", "/v2/models/identity_fp32/infer", body=header + data.tobytes(),
+            headers={"Inference-Header-Content-Length": str(len(header))},
+        )  # fmt: skip
+        reply = connection.getresponse()
+        body = reply.read()
+        assert reply.status == 200, body[:200]
+        length = int(reply.getheader("Inference-Header-Content-Length"))
+    finally:
+        connection.close()
+    return np.frombuffer(body[length:], dtype=np.float32)
