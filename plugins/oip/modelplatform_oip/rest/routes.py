@@ -8,6 +8,7 @@ the core also answers it on its fast lane, from this same declaration.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,6 +66,10 @@ class OipRoutes:
         binary = context.codecs.get(DIALECT, BINARY_CODEC)
         self.binary: RestCodec | None = binary if isinstance(binary, RestCodec) else None
         self.regions = Regions(context)
+        # Codecs written before regions existed take six arguments: keep serving them.
+        self.binary_reads_regions = self.binary is not None and (
+            "read_region" in inspect.signature(self.binary.decode).parameters
+        )
 
     async def server_metadata(self, request: HttpRequest) -> HttpReply:
         return _json(self.dataplane.server_metadata())
@@ -136,8 +141,10 @@ class OipRoutes:
         if not 0 <= length <= len(body):
             raise InvalidArgument(f"inference header size should be in range (0, {len(body)}), got: {length}")
         config = self.dataplane.model_config(model, version)
+        if not self.binary_reads_regions:
+            return self.binary.decode(body, length, model, version, config, self.limits)
         return self.binary.decode(
-            body, length, model, version, config, self.limits, self.regions.read_input
+            body, length, model, version, config, self.limits, read_region=self.regions.read_input
         )
 
 
