@@ -161,11 +161,11 @@ def measure(scenario: Scenario, http: str, grpc_url: str) -> float:
     return measure_arguments(scenario.label, scenario.arguments(http, grpc_url))
 
 
-def measure_arguments(label: str, arguments: list[str]) -> float:
+def measure_arguments(label: str, arguments: list[str], window_ms: int = 1000) -> float:
     """perf_analyzer with these arguments: inferences per second, or 0.0 when it failed."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as report:
         command = [str(PERF_ANALYZER), *arguments,
-                   "--measurement-interval", "1000", "--stability-percentage", "999",
+                   "--measurement-interval", str(window_ms), "--stability-percentage", "999",
                    "--max-trials", "3", "-f", report.name]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=120)
