@@ -6,6 +6,9 @@ import http.client
 import json
 import os
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +29,9 @@ class Model:
 
 
 def repository_with_slow_model(folder: Path) -> Path:
-    """identity_fp32 and slow_identity_fp32 (same configuration, answers after 2 s)."""
+    """identity_fp32, simple, and slow_identity_fp32 (identity_fp32 answering after 2 s)."""
     shutil.copytree(MODEL_REPOSITORY / "identity_fp32", folder / "identity_fp32")
+    shutil.copytree(MODEL_REPOSITORY / "simple", folder / "simple")
     slow = folder / "slow_identity_fp32"
     (slow / "1").mkdir(parents=True)
     config = (MODEL_REPOSITORY / "identity_fp32" / "config.pbtxt").read_text()
@@ -98,3 +102,28 @@ def binary_infer(port: int, data: np.ndarray) -> np.ndarray:
     finally:
         connection.close()
     return np.frombuffer(body[length:], dtype=np.float32)
+
+
+#: tritonclient.grpc cannot share a process with our protos (docs/protocols/oip-grpc.md), so
+#: Triton's clients run in a child: ``module`` is tritonclient.http or .grpc, ``triton`` a client.
+CHILD_PRELUDE = """
+import json, sys
+import numpy as np
+import pytest
+import tritonclient.{protocol} as module
+from tritonclient.utils import InferenceServerException
+args = json.loads(sys.argv[1])
+triton = module.InferenceServerClient(args["url"])
+"""
+
+
+def run_client(protocol: str, url: str, code: str, **values: Any) -> Any:
+    """Run ``code`` with Triton's ``protocol`` client in a child; answer what it printed last (JSON)."""
+    script = CHILD_PRELUDE.format(protocol=protocol) + textwrap.dedent(code)
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps({"url": url, **values})],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else None

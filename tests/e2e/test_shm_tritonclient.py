@@ -18,17 +18,14 @@ import uuid
 
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
-from tritonclient.utils import InferenceServerException
 
 from modelplatform.testing import ServerProcess
 
 from ..conftest import MODEL_REPOSITORY
-from .shm_support import get, mapped_keys, post, repository_with_slow_model
+from .shm_support import get, mapped_keys, post, repository_with_slow_model, run_client
 
-CLIENTS = {"http": httpclient, "grpc": grpcclient}
+PROTOCOLS = ["http", "grpc"]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +37,8 @@ def shm_server(tmp_path_factory):
 
 
 @pytest.fixture
-def regions():
-    """Regions created in this test, destroyed after it (keys unique per test)."""
+def regions(shm_server):
+    """Regions created in this test (keys unique per test); all unregistered and destroyed after it."""
     made = []
 
     def make(name: str, size: int):
@@ -50,87 +47,110 @@ def regions():
         return handle
 
     yield make
+    post(shm_server.http_port, "/v2/systemsharedmemory/unregister")
     for handle in made:
         shm.destroy_shared_memory_region(handle)
 
 
-def client(server, protocol):
-    url = server.http_url if protocol == "http" else server.grpc_url
-    return CLIENTS[protocol].InferenceServerClient(url)
+def url(server, protocol: str) -> str:
+    return server.http_url if protocol == "http" else server.grpc_url
 
 
 def key_of(handle) -> str:
     return handle._shm_key
 
 
-def region_list(response) -> list:
-    return response if isinstance(response, list) else list(response.regions.values())
+IN_AND_OUT = """
+triton.register_system_shared_memory("in", args["in"], args["size"])
+triton.register_system_shared_memory("out", args["out"], args["size"] + 64)
+source = module.InferInput("INPUT0", [args["size"] // 4], "FP32")
+source.set_shared_memory("in", args["size"])
+wanted = module.InferRequestedOutput("OUTPUT0")
+wanted.set_shared_memory("out", args["size"])
+response = triton.infer("identity_fp32", [source], outputs=[wanted]).get_response()
+if isinstance(response, dict):
+    print(json.dumps({"outputs": response["outputs"]}))
+else:
+    print(json.dumps({"raw": [r.hex() for r in response.raw_output_contents],
+                      "shape": list(response.outputs[0].shape)}))
+"""
 
 
-@pytest.fixture(autouse=True)
-def no_regions_left(request):
-    yield
-    if "shm_server" in request.fixturenames:
-        server = request.getfixturevalue("shm_server")
-        post(server.http_port, "/v2/systemsharedmemory/unregister")
-
-
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_input_and_output_travel_through_regions(shm_server, regions, protocol):
-    triton = client(shm_server, protocol)
     data = np.random.default_rng(3).random(4096, dtype=np.float32)
     given, answer = regions("in", data.nbytes), regions("out", data.nbytes + 64)
     shm.set_shared_memory_region(given, [data])
-    triton.register_system_shared_memory("in", key_of(given), data.nbytes)
-    triton.register_system_shared_memory("out", key_of(answer), data.nbytes + 64)
-    source = CLIENTS[protocol].InferInput("INPUT0", [data.size], "FP32")
-    source.set_shared_memory("in", data.nbytes)
-    wanted = CLIENTS[protocol].InferRequestedOutput("OUTPUT0")
-    wanted.set_shared_memory("out", data.nbytes)
-    result = triton.infer("identity_fp32", [source], outputs=[wanted])
+    reply = run_client(protocol, url(shm_server, protocol), IN_AND_OUT,
+                       size=data.nbytes, **{"in": key_of(given), "out": key_of(answer)})  # fmt: skip
     assert np.array_equal(shm.get_contents_as_numpy(answer, np.float32, [data.size]), data)
     if protocol == "http":  # the output is listed without data, as Triton answers
-        assert result.get_response()["outputs"] == [
-            {"name": "OUTPUT0", "datatype": "FP32", "shape": [data.size]}
-        ]
-    else:
-        assert list(result.get_response().raw_output_contents) == [b""]
-        assert list(result.get_response().outputs[0].shape) == [data.size]
+        assert reply["outputs"] == [{"name": "OUTPUT0", "datatype": "FP32", "shape": [data.size]}]
+    else:  # an empty raw entry keeps raw_output_contents aligned with outputs
+        assert reply == {"raw": [""], "shape": [data.size]}
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_offsets_and_a_mixed_request(shm_server, regions, protocol):
-    """The input at an offset of a region, the output in the response body (tritonclient's default)."""
-    triton = client(shm_server, protocol)
-    data = np.arange(100, dtype=np.float32)
+OFFSET = """
+triton.register_system_shared_memory("both", args["key"], 8192)
+source = module.InferInput("INPUT0", [100], "FP32")
+source.set_shared_memory("both", 400, offset=4096)
+result = triton.infer("identity_fp32", [source])
+assert np.array_equal(result.as_numpy("OUTPUT0"), np.arange(100, dtype=np.float32))
+"""
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_input_at_an_offset_and_the_output_in_the_answer(shm_server, regions, protocol):
     handle = regions("both", 8192)
-    shm.set_shared_memory_region(handle, [data], offset=4096)
-    triton.register_system_shared_memory("both", key_of(handle), 8192)
-    source = CLIENTS[protocol].InferInput("INPUT0", [100], "FP32")
-    source.set_shared_memory("both", data.nbytes, offset=4096)
-    result = triton.infer("identity_fp32", [source])
-    assert np.array_equal(result.as_numpy("OUTPUT0"), data)
+    shm.set_shared_memory_region(handle, [np.arange(100, dtype=np.float32)], offset=4096)
+    run_client(protocol, url(shm_server, protocol), OFFSET, key=key_of(handle))
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
+MIXED = """
+triton.register_system_shared_memory("first", args["key"], 64)
+shared = module.InferInput("INPUT0", [1, 16], "INT32")
+shared.set_shared_memory("first", 64)
+sent = module.InferInput("INPUT1", [1, 16], "INT32")
+sent.set_data_from_numpy(np.full((1, 16), 3, np.int32))
+result = triton.infer("simple", [shared, sent])
+first = np.arange(16, dtype=np.int32).reshape(1, 16)
+assert np.array_equal(result.as_numpy("OUTPUT0"), first + 3)
+assert np.array_equal(result.as_numpy("OUTPUT1"), first - 3)
+"""
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_one_input_in_a_region_and_one_in_the_request(shm_server, regions, protocol):
+    """gRPC: the one raw_input_contents entry belongs to INPUT1, the input not in a region."""
+    handle = regions("first", 64)
+    shm.set_shared_memory_region(handle, [np.arange(16, dtype=np.int32).reshape(1, 16)])
+    run_client(protocol, url(shm_server, protocol), MIXED, key=key_of(handle))
+
+
+REGISTRY = """
+def names(status):
+    regions = status if isinstance(status, list) else list(status.regions.values())
+    return sorted(r["name"] if isinstance(r, dict) else r.name for r in regions)
+
+triton.register_system_shared_memory("a", args["key"], 512, offset=256)
+triton.register_system_shared_memory("b", args["key"], 1024)
+assert names(triton.get_system_shared_memory_status()) == ["a", "b"]
+with pytest.raises(InferenceServerException, match="shared memory region 'a' already in manager"):
+    triton.register_system_shared_memory("a", args["key"], 1024)
+triton.unregister_system_shared_memory("a")
+triton.unregister_system_shared_memory("never-registered")  # Triton: not an error
+assert names(triton.get_system_shared_memory_status()) == ["b"]
+with pytest.raises(InferenceServerException, match="Unable to find system shared memory region: 'a'"):
+    triton.get_system_shared_memory_status("a")
+triton.unregister_system_shared_memory()
+assert names(triton.get_system_shared_memory_status()) == []
+"""
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_status_register_twice_and_unregister(shm_server, regions, protocol):
-    triton = client(shm_server, protocol)
     handle = regions("a", 1024)
-    triton.register_system_shared_memory("a", key_of(handle), 512, offset=256)
-    triton.register_system_shared_memory("b", key_of(handle), 1024)
-    status = {r["name"] if isinstance(r, dict) else r.name: r for r in region_list(
-        triton.get_system_shared_memory_status())}  # fmt: skip
-    assert set(status) == {"a", "b"}
-    with pytest.raises(InferenceServerException, match="shared memory region 'a' already in manager"):
-        triton.register_system_shared_memory("a", key_of(handle), 1024)
-    triton.unregister_system_shared_memory("a")
-    triton.unregister_system_shared_memory("never-registered")  # Triton: not an error
-    assert [r["name"] if isinstance(r, dict) else r.name
-            for r in region_list(triton.get_system_shared_memory_status())] == ["b"]  # fmt: skip
-    with pytest.raises(InferenceServerException, match="Unable to find system shared memory region: 'a'"):
-        triton.get_system_shared_memory_status("a")
-    triton.unregister_system_shared_memory()
-    assert region_list(triton.get_system_shared_memory_status()) == []
+    run_client(protocol, url(shm_server, protocol), REGISTRY, key=key_of(handle))
 
 
 def test_http_status_shape(shm_server, regions):
@@ -180,40 +200,47 @@ def test_windows_outside_the_object_are_refused(shm_server, regions):
     assert get(shm_server.http_port, "/v2/systemsharedmemory/status") == (200, [])
 
 
+GRPC_CODES = """
+with pytest.raises(InferenceServerException) as refused:
+    triton.register_system_shared_memory("g", "/modelplatform_x", 16)
+assert refused.value.status() == "StatusCode.INVALID_ARGUMENT" and "'g'" in refused.value.message()
+triton.register_system_shared_memory("g", args["key"], 64)
+with pytest.raises(InferenceServerException) as twice:
+    triton.register_system_shared_memory("g", args["key"], 64)
+assert twice.value.status() == "StatusCode.ALREADY_EXISTS"
+"""
+
+
 def test_grpc_refusals_are_invalid_argument_and_already_exists(shm_server, regions):
-    triton = grpcclient.InferenceServerClient(shm_server.grpc_url)
-    with pytest.raises(InferenceServerException) as refused:
-        triton.register_system_shared_memory("g", "/modelplatform_x", 16)
-    assert refused.value.status() == "StatusCode.INVALID_ARGUMENT" and "'g'" in refused.value.message()
     handle = regions("g", 64)
-    triton.register_system_shared_memory("g", key_of(handle), 64)
-    with pytest.raises(InferenceServerException) as twice:
-        triton.register_system_shared_memory("g", key_of(handle), 64)
-    assert twice.value.status() == "StatusCode.ALREADY_EXISTS"
+    run_client("grpc", shm_server.grpc_url, GRPC_CODES, key=key_of(handle))
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
+OUT_OF_BOUNDS = """
+triton.register_system_shared_memory("small", args["key"], 64)
+cases = [
+    ("unknown", 64, 0, "Unable to find shared memory region: 'unknown'"),
+    ("small", 128, 0, "region 'small'"),  # 32 floats need 128 bytes
+    ("small", 64, 32, "region 'small'"),  # past the end of the window
+]
+for region, size, offset, words in cases:
+    source = module.InferInput("INPUT0", [size // 4], "FP32")
+    source.set_shared_memory(region, size, offset=offset)
+    with pytest.raises(InferenceServerException, match=words):
+        triton.infer("identity_fp32", [source])
+source = module.InferInput("INPUT0", [16], "FP32")
+source.set_shared_memory("small", 64)
+wanted = module.InferRequestedOutput("OUTPUT0")
+wanted.set_shared_memory("small", 32)  # too small for the 64-byte output
+with pytest.raises(InferenceServerException, match="should be at least 64 bytes"):
+    triton.infer("identity_fp32", [source], outputs=[wanted])
+"""
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_request_parameters_out_of_bounds_are_refused_naming_the_region(shm_server, regions, protocol):
-    triton = client(shm_server, protocol)
-    module = CLIENTS[protocol]
     handle = regions("small", 64)
-    triton.register_system_shared_memory("small", key_of(handle), 64)
-    cases = [
-        ("unknown", 64, 0, None, "Unable to find shared memory region: 'unknown'"),
-        ("small", 128, 0, None, "region 'small'"),  # 32 floats need 128 bytes
-        ("small", 64, 32, None, "region 'small'"),  # past the end of the window
-    ]
-    for region, size, offset, _, words in cases:
-        source = module.InferInput("INPUT0", [size // 4], "FP32")
-        source.set_shared_memory(region, size, offset=offset)
-        with pytest.raises(InferenceServerException, match=words):
-            triton.infer("identity_fp32", [source])
-    source = module.InferInput("INPUT0", [16], "FP32")
-    source.set_shared_memory("small", 64)
-    wanted = module.InferRequestedOutput("OUTPUT0")
-    wanted.set_shared_memory("small", 32)  # too small for the 64-byte output
-    with pytest.raises(InferenceServerException, match="should be at least 64 bytes"):
-        triton.infer("identity_fp32", [source], outputs=[wanted])
+    run_client(protocol, url(shm_server, protocol), OUT_OF_BOUNDS, key=key_of(handle))
 
 
 def test_region_count_is_bounded(shm_server, regions):
@@ -304,6 +331,14 @@ def default_server():
         yield process
 
 
+DISABLED_GRPC = """
+with pytest.raises(InferenceServerException) as refused:
+    triton.unregister_system_shared_memory()
+assert refused.value.status() == "StatusCode.UNIMPLEMENTED"
+assert "Client shared memory is disabled" in refused.value.message()
+"""
+
+
 def test_client_shared_memory_is_off_by_default(default_server):
     port = default_server.http_port
     assert "system_shared_memory" not in get(port, "/v2")[1]["extensions"]
@@ -311,13 +346,20 @@ def test_client_shared_memory_is_off_by_default(default_server):
     status, reply = post(port, "/v2/systemsharedmemory/region/x/register",
                          {"key": "/mp_test_x", "offset": 0, "byte_size": 16})  # fmt: skip
     assert status == 501 and "Client shared memory is disabled" in reply["error"]
-    triton = grpcclient.InferenceServerClient(default_server.grpc_url)
-    with pytest.raises(InferenceServerException, match="Client shared memory is disabled"):
-        triton.unregister_system_shared_memory()
+    run_client("grpc", default_server.grpc_url, DISABLED_GRPC)
     body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4], "parameters": {
         "shared_memory_region": "x", "shared_memory_byte_size": 16}}]}  # fmt: skip
     status, reply = post(port, "/v2/models/identity_fp32/infer", body)
     assert status == 400 and "'x'" in reply["error"] and "--allow-client-shm" in reply["error"]
+
+
+CUDA_GRPC = """
+with pytest.raises(InferenceServerException) as refused:
+    triton.register_cuda_shared_memory("c", b"\\0" * 64, 0, 16)
+assert refused.value.status() == "StatusCode.INVALID_ARGUMENT"
+assert "GPUs not supported" in refused.value.message()
+assert len(triton.get_cuda_shared_memory_status().regions) == 0
+"""
 
 
 @pytest.mark.parametrize("fixture", ["default_server", "shm_server"])
@@ -329,7 +371,4 @@ def test_cuda_shared_memory_without_a_gpu_answers_like_triton(request, fixture):
     status, reply = post(server.http_port, "/v2/cudasharedmemory/region/c/register", body)
     assert status == 400 and "'c', GPUs not supported" in reply["error"]
     assert post(server.http_port, "/v2/cudasharedmemory/unregister") == (200, None)
-    triton = grpcclient.InferenceServerClient(server.grpc_url)
-    with pytest.raises(InferenceServerException) as refused:
-        triton.register_cuda_shared_memory("c", b"\0" * 64, 0, 16)
-    assert refused.value.status() == "StatusCode.INVALID_ARGUMENT"
+    run_client("grpc", server.grpc_url, CUDA_GRPC)

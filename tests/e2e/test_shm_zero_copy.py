@@ -16,20 +16,27 @@ import uuid
 
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 
 from modelplatform.testing import ServerProcess
 
 from ..conftest import MODEL_REPOSITORY
-from .shm_support import binary_infer, peak_rss, post
+from .shm_support import binary_infer, peak_rss, post, run_client
 
 MiB = 1024 * 1024
 SIZE = 64 * MiB
 #: Allowance for everything that is not the tensor (buffers, allocator slack).
 SLACK = 16 * MiB
-CLIENTS = {"http": httpclient, "grpc": grpcclient}
+#: Run by Triton's own client, in a child (shm_support.run_client).
+SHM_INFER = """
+source = module.InferInput("INPUT0", [args["count"]], "FP32")
+source.set_shared_memory("zc_in", args["count"] * 4)
+wanted = module.InferRequestedOutput("OUTPUT0")
+wanted.set_shared_memory("zc_out", args["count"] * 4)
+output = triton.infer("identity_fp32", [source], outputs=[wanted]).get_output("OUTPUT0")
+data = output.get("data") if isinstance(output, dict) else output.contents.fp32_contents
+assert not data  # the tensor is in the region, not in the answer
+"""
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +73,8 @@ def reset_peak(pid: int) -> int:
 
 
 def shm_infer(server, protocol: str, count: int) -> None:
-    module = CLIENTS[protocol]
     url = server.http_url if protocol == "http" else server.grpc_url
-    triton = module.InferenceServerClient(url)
-    source = module.InferInput("INPUT0", [count], "FP32")
-    source.set_shared_memory("zc_in", count * 4)
-    wanted = module.InferRequestedOutput("OUTPUT0")
-    wanted.set_shared_memory("zc_out", count * 4)
-    output = triton.infer("identity_fp32", [source], outputs=[wanted]).get_output("OUTPUT0")
-    data = output.get("data") if isinstance(output, dict) else output.contents.fp32_contents
-    assert not data  # the tensor is in the region, not in the answer
+    run_client(protocol, url, SHM_INFER, count=count)
 
 
 def test_64mib_through_regions_is_never_copied(server, regions):
