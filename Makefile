@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus image-base image image-gpu image-test
+.PHONY: triton-peer serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus image-base image image-gpu image-test
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
@@ -20,6 +20,16 @@ test-gpu: $(STAMP)
 
 bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# Triton's own server for the bench's "peer" rows (benchmarks/peer.py): the tritonserver binary
+# inside the nvidia-pytriton wheel, in a venv of its own (its python backend needs numpy 1.x).
+# Optional: without it `make bench` leaves the Triton column out and says so.
+PEER_VENV := $(VENV)/triton-peer
+triton-peer: $(PEER_VENV)/.installed
+$(PEER_VENV)/.installed: $(BIN)/python
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install -q "nvidia-pytriton==0.7.0" "numpy<2"
+	touch $@
 
 # The real server under mixed traffic over every dialect for MINUTES (benchmarks/soak/__init__.py);
 # fails on any 5xx, wrong answer, or memory growth over 20 MiB after the warm-up (docs/reliability.md).

@@ -33,7 +33,21 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only wrk --repeat 3"
     make bench BENCH_ARGS="--only metrics --repeat 5"
     make bench BENCH_ARGS="--only tls --repeat 5"
+    make bench BENCH_ARGS="--only shm"
+    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer) and bare grpc.aio
     make bench BENCH_ARGS="--only pipelines"
+
+The "shm" rows (shm_rows.py) measure identity_fp32 at 1, 16 and 64 MiB
+over HTTP binary and gRPC, then the same with system shared memory for the
+input and the output, in the same round against a second server started
+with --allow-client-shm; "of ref." is a shared-memory row's rate as a
+multiple of the row without it ("of ref." of a wrk dialect row: its ratio to
+OIP wrk).
+
+The "peer" rows (peer.py) measure `simple` and `identity_fp32` over gRPC
+against our server, Triton's own server (when `make triton-peer` installed
+it) and a bare grpc.aio echo server, round after round, all serving the same
+python-backend model files; they print a table of their own.
 
 The "pipelines" rows (benchmarks/pipelines.py) time a nested model call (BLS)
 against calling the inner model directly, in process, and a two-step ensemble
@@ -55,8 +69,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import peer
 import pipelines
 import rest_dialects
+import shm_rows
 import wrk
 
 from modelplatform.testing import ServerProcess, free_port
@@ -168,16 +184,21 @@ class Canned:
 
 def measure(scenario: Scenario, http: str, grpc_url: str, ca: Path | None = None) -> float:
     """Inferences per second, or 0.0 when perf_analyzer failed (reported in the table)."""
+    return measure_arguments(scenario.label, scenario.arguments(http, grpc_url, ca))
+
+
+def measure_arguments(label: str, arguments: list[str], window_ms: int = 1000) -> float:
+    """perf_analyzer with these arguments: inferences per second, or 0.0 when it failed."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as report:
-        command = [str(PERF_ANALYZER), *scenario.arguments(http, grpc_url, ca),
-                   "--measurement-interval", "1000", "--stability-percentage", "999",
+        command = [str(PERF_ANALYZER), *arguments,
+                   "--measurement-interval", str(window_ms), "--stability-percentage", "999",
                    "--max-trials", "3", "-f", report.name]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             return 0.0
         if result.returncode != 0:
-            sys.stderr.write(f"{scenario.label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n")
+            sys.stderr.write(f"{label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n")
             return 0.0
         rows = list(csv.DictReader(open(report.name)))
     return float(rows[0]["Inferences/Second"]) if rows else 0.0
@@ -205,6 +226,8 @@ def main() -> None:
     rest = rest_dialects.chosen(args.only)
     metrics_cost = args.only in METRICS_SCENARIO.label + " metrics"
     tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
+    peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
+    shm = shm_rows.chosen(args.only)
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -224,16 +247,31 @@ def main() -> None:
                 results += measure_metrics_cost(server, repository, args.server_args, max(1, args.repeat))
             if tls_cost:
                 results += measure_tls_cost(tls_cost, server, repository, args.server_args, max(1, args.repeat))
+            if shm:
+                results += shm_rows.measure_rows(
+                    shm, measure_arguments, repository, args.server_args, max(1, args.repeat)
+                )
         finally:
             for server_process in canned.values():
                 server_process.stop()
     shutil.rmtree(repository, ignore_errors=True)
+    if peer_rows:
+        peer_results = peer.measure_peer_rows(
+            peer_rows, max(1, args.repeat), measure_peer, capture, Canned, args.server_args
+        )
     print_table(results)
+    if peer_rows:
+        peer.print_peer_table(peer_results)
+        results += peer_results
     pipeline_rows = pipelines.rows() if args.only in PIPELINES_LABEL else []
     if pipeline_rows:
         pipelines.print_rows(pipeline_rows)
     if args.json:
         args.json.write_text(json.dumps(results + pipeline_rows, indent=2))
+
+
+def measure_peer(scenario: peer.PeerScenario, grpc_url: str) -> float:
+    return measure(Scenario(scenario.label, scenario.model, "grpc", scenario.concurrency, scenario.shape), "", grpc_url)
 
 
 def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Canned]) -> dict:
@@ -397,9 +435,9 @@ def print_row(row: dict) -> None:
 
 
 def print_table(results: list[dict]) -> None:
-    """One table: the wrk dialect rows have no ceiling of their own, only their ratio to OIP (wrk)."""
+    """One table: wrk dialect and shm rows have no ceiling of their own, only a ratio to a reference row."""
     print(f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} "
-          f"| {'of oip wrk':>10} |")
+          f"| {'of ref.':>10} |")
     print(f"|{'-' * 42}|{'-' * 14}|{'-' * 17}|{'-' * 10}|{'-' * 12}|")
     for row in results:
         if row["ceiling"] is None:

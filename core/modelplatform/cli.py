@@ -167,6 +167,18 @@ def serve(
             rich_help_panel=SECURITY,
         ),
     ] = None,
+    allow_client_shm: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--allow-client-shm/--no-allow-client-shm",
+            help="Let clients register shared-memory regions (default off).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    max_shm_regions: Annotated[
+        Optional[int],
+        typer.Option(help="Most shared-memory regions registered at once (default 64).", rich_help_panel=LIMITS),
+    ] = None,
     repository_restrict: Annotated[
         Optional[str],
         typer.Option(
@@ -325,6 +337,8 @@ def serve(
         "grpc_restricted_protocol": grpc_restricted_protocol or None,
         "api_keys_file": api_keys_file,
         "api_keys_open_health": api_keys_open_health,
+        "allow_client_shm": allow_client_shm,
+        "max_shm_regions": max_shm_regions,
         "strict_readiness": strict_readiness,
         "log_verbose": log_verbose,
         "log_format": log_format,

@@ -44,6 +44,10 @@ class Settings:
     repository_poll_secs: float = 15.0
     #: Accept ``file:<version>/<name>`` load parameters (lets a client install code).
     allow_file_upload: bool = False
+    #: Let clients register shared-memory regions and name them in requests (Triton's --allow-client-shm).
+    allow_client_shm: bool = False
+    #: Most shared-memory regions registered at once (system and CUDA together).
+    max_shm_regions: int = 64
     #: ``key:value``: the repository API answers only requests carrying this header; the
     #: old spelling of ``model-repository:key=value`` in both restricted lists below.
     repository_restrict: str = ""
@@ -216,7 +220,7 @@ def _check(settings: Settings) -> None:
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
-    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):
+    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers", "max_shm_regions"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
     _check_timeouts(settings)

@@ -33,6 +33,7 @@ from modelplatform import (
 )
 
 from ..protos import grpc_service_pb2 as pb
+from ..regions import Regions
 from .logging_ext import LogSettingsRpc
 from .tensors import decode_request, encode_response, encode_response_bytes
 from .wire import InferCall, read_infer_request
@@ -54,6 +55,7 @@ class OipService:
     def __init__(self, context: ServerContext) -> None:
         self.dataplane: DataPlane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
+        self.regions = Regions(context)
 
     async def server_live(
         self, request: pb.ServerLiveRequest, context: Any
@@ -106,12 +108,24 @@ class OipService:
         )
 
     async def model_infer(self, call: InferCall, context: Any) -> bytes:
-        """Tensors stay views of the received bytes and are copied once into the reply (wire.py)."""
-        inference = decode_request(call.message, self.limits, call.raw)
+        """Tensors stay views of the received bytes and are copied once into the reply (wire.py);
+        outputs bound to shared-memory regions are written there."""
+        inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
+        placement = self._placement(inference)
         try:
-            return encode_response_bytes(await self.dataplane.infer(inference))
+            response = await self.dataplane.infer(inference)
         except DecoupledModel as error:  # Triton's words name the RPC
             raise error.at_endpoint("ModelInfer RPC") from None
+        if placement is not None:
+            response = placement.place(response)
+        return encode_response_bytes(response)
+
+    def _placement(self, inference: InferenceRequest) -> Any:
+        """Where outputs bound to shared-memory regions go (None: nowhere special)."""
+        try:
+            return self.regions.bind_outputs(inference)
+        except ModelPlatformError as error:
+            raise error.naming_model(inference.model_name) from None
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
@@ -150,7 +164,8 @@ class OipService:
 
         try:
             try:
-                await self._stream_responses(decode_request(request, self.limits), write)
+                inference = decode_request(request, self.limits, self.regions.read_input)
+                await self._stream_responses(inference, write)
             except ModelPlatformError as error:
                 if not counted_in_call():  # refused while decoding: no edge sees a stream's errors
                     self.dataplane.count_refused(request.model_name)
@@ -168,10 +183,13 @@ class OipService:
         asked with ``triton_enable_empty_final_response`` and no response carried the
         final flag, an empty final one (Triton's rules, protocol-notes A9)."""
         empty_final = final_flag_wanted(inference)
+        placement = self._placement(inference)
         final = False
         async with contextlib.aclosing(self.dataplane.stream(inference)) as responses:
             async for response in responses:
                 final = response.final
+                if placement is not None:
+                    response = placement.place(response)
                 await write(stream_reply(encode_response(response), final))
         if empty_final and not final:
             empty = pb.ModelInferResponse(
