@@ -110,6 +110,13 @@ def test_decoupled_bls_reads_every_response_and_errors_come_back_in_the_response
         assert "no_such_model" in error, error
 
 
+def test_bls_reads_a_triton_decoupled_model_through_its_response_sender(client):
+    text = httpclient.InferInput("TEXT", [1], "BYTES")
+    text.set_data_from_numpy(np.array([b"one two three"], dtype=np.object_))
+    result = client.infer("bls_words", [text])
+    assert [w.decode() if isinstance(w, bytes) else w for w in result.as_numpy("WORDS")] == ["one", "two", "three"]
+
+
 def test_a_failing_nested_call_fails_the_caller_with_a_clear_error(client):
     with pytest.raises(Exception) as raised:
         client.infer("bls_stream_async", _count(-1))  # stream_counter refuses: COUNT must be 0..1000

@@ -100,6 +100,33 @@ SYNC_DECOUPLED_PY = TRITON_BLS_PY.replace("async def execute", "def execute").re
 ).replace("await missing.async_exec()", "missing.exec()")
 
 
+#: Triton BLS reading a Triton decoupled model (response sender) with exec(decoupled=True).
+WORDS_BLS_PY = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            text = pb_utils.get_input_tensor_by_name(request, "TEXT")
+            call = pb_utils.InferenceRequest(
+                model_name="word_stream", requested_output_names=["text_output"],
+                inputs=[pb_utils.Tensor("text_input", text.as_numpy())])
+            words = []
+            for response in call.exec(decoupled=True):
+                if response.has_error():
+                    raise pb_utils.TritonModelException(response.error().message())
+                out = pb_utils.get_output_tensor_by_name(response, "text_output")
+                if out is not None:
+                    words.append(out.as_numpy().reshape(-1)[0])
+            responses.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("WORDS", np.array(words, dtype=np.object_))]))
+        return responses
+'''
+
+
 def python_model(root: Path, name: str, source: str, config: str) -> Path:
     folder = root / name
     (folder / "1").mkdir(parents=True)
@@ -152,7 +179,7 @@ def ensemble_model(root: Path, name: str, config: dict[str, Any]) -> Path:
 
 
 def make_repository(root: Path) -> Path:
-    for name in ("simple", "simple_ensemble", "bls_simple", "stream_counter", "identity_fp32"):
+    for name in ("simple", "simple_ensemble", "bls_simple", "stream_counter", "identity_fp32", "word_stream"):
         shutil.copytree(MODEL_REPOSITORY / name, root / name)
     scale_model(root, "double_slow", 2.0, sleep=0.6)
     scale_model(root, "triple_slow", 3.0, sleep=0.6)
@@ -186,6 +213,10 @@ def make_repository(root: Path) -> Path:
     )
     python_model(root, "bls_stream_async", TRITON_BLS_PY, counter_bls)
     python_model(root, "bls_stream_sync", SYNC_DECOUPLED_PY, counter_bls)
+    python_model(root, "bls_words", WORDS_BLS_PY, (
+        'max_batch_size: 0\n'
+        'input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+        'output [ { name: "WORDS" data_type: TYPE_STRING dims: [ -1 ] } ]\n'))
     return root
 
 
