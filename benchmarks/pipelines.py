@@ -80,10 +80,11 @@ async def _in_process(settings: Settings) -> list[dict[str, Any]]:
         a = np.arange(16, dtype=np.int32).reshape(1, 16)
 
         def request(model: str) -> InferenceRequest:
-            return InferenceRequest(model, [Tensor.from_array("INPUT0", a), Tensor.from_array("INPUT1", a)])
+            tensors = [Tensor.from_array("INPUT0", a), Tensor.from_array("INPUT1", a)]
+            return InferenceRequest(model, tensors)
 
-        times = {m: await _per_call(lambda m=m: dataplane.infer(request(m)))
-                 for m in ("simple", "alone_async", "nested_async", "bls_simple", "simple_ensemble")}
+        models = ("simple", "alone_async", "nested_async", "bls_simple", "simple_ensemble")
+        times = {m: await _per_call(lambda m=m: dataplane.infer(request(m))) for m in models}
     nested = times["nested_async"] - times["alone_async"]
     return [
         _row("simple, direct (in-process)", times["simple"]),
@@ -114,26 +115,30 @@ def client_rows(root: Path) -> list[dict[str, Any]]:
     import tritonclient.http as httpclient  # noqa: PLC0415 - only these rows need it
 
     a = np.arange(16, dtype=np.int32).reshape(1, 16)
-    inputs = [httpclient.InferInput("INPUT0", [1, 16], "INT32"), httpclient.InferInput("INPUT1", [1, 16], "INT32")]
-    for tensor in inputs:
-        tensor.set_data_from_numpy(a)
+    inputs = _pair(httpclient, a, a)
     with ServerProcess("--model-repository", str(root)) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         ensemble = _client_per_call(lambda: client.infer("simple_ensemble", inputs))
 
         def two_calls() -> None:
             first = client.infer("simple", inputs)
-            second = [httpclient.InferInput("INPUT0", [1, 16], "INT32"), httpclient.InferInput("INPUT1", [1, 16], "INT32")]
-            second[0].set_data_from_numpy(first.as_numpy("OUTPUT0"))
-            second[1].set_data_from_numpy(first.as_numpy("OUTPUT1"))
-            client.infer("simple", second)
+            total, difference = first.as_numpy("OUTPUT0"), first.as_numpy("OUTPUT1")
+            client.infer("simple", _pair(httpclient, total, difference))
 
         separate = _client_per_call(two_calls)
         client.close()
     return [
         _row("simple_ensemble over HTTP (1 client call)", ensemble),
-        _row("simple twice over HTTP (2 client calls)", separate, f"ensemble saves {separate - ensemble:.0f} us"),
+        _row("simple twice over HTTP (2 client calls)", separate,
+             f"ensemble saves {separate - ensemble:.0f} us"),
     ]
+
+
+def _pair(client_module: Any, first: np.ndarray, second: np.ndarray) -> list[Any]:
+    inputs = [client_module.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
+    inputs[0].set_data_from_numpy(first)
+    inputs[1].set_data_from_numpy(second)
+    return inputs
 
 
 def _client_per_call(call: Callable[[], Any]) -> float:

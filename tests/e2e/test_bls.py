@@ -117,6 +117,12 @@ def test_bls_reads_a_triton_decoupled_model_through_its_response_sender(client):
     assert [w.decode() if isinstance(w, bytes) else w for w in result.as_numpy("WORDS")] == ["one", "two", "three"]
 
 
+def test_a_process_instance_refuses_nested_calls_clearly(client):
+    with pytest.raises(Exception) as raised:
+        client.infer("process_caller", _pair(ROW, TWOS))
+    assert "not available in a process instance" in str(raised.value)
+
+
 def test_a_failing_nested_call_fails_the_caller_with_a_clear_error(client):
     with pytest.raises(Exception) as raised:
         client.infer("bls_stream_async", _count(-1))  # stream_counter refuses: COUNT must be 0..1000

@@ -25,9 +25,9 @@ class TritonPythonModel:
                 error = pb_utils.TritonError(f"simple failed: {answer.error().message()}")
                 responses.append(pb_utils.InferenceResponse(error=error))
                 continue
-            outputs = [
-                pb_utils.Tensor(name, pb_utils.get_output_tensor_by_name(answer, name).as_numpy() * 10)
-                for name in ("OUTPUT0", "OUTPUT1")
-            ]
+            outputs = []
+            for name in ("OUTPUT0", "OUTPUT1"):
+                inner = pb_utils.get_output_tensor_by_name(answer, name).as_numpy()
+                outputs.append(pb_utils.Tensor(name, inner * 10))
             responses.append(pb_utils.InferenceResponse(output_tensors=outputs))
         return responses

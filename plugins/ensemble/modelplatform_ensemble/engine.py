@@ -33,7 +33,8 @@ class Pipeline:
         self._wiring = wiring
         self._dataplane = dataplane
         self._outputs = tuple(spec.name for spec in config.outputs)
-        limit = config.ensemble_scheduling.max_inflight_requests if config.ensemble_scheduling else 0
+        scheduling = config.ensemble_scheduling
+        limit = scheduling.max_inflight_requests if scheduling is not None else 0
         #: Triton's max_inflight_requests: at most this many requests in each step at once.
         self._limits = tuple(asyncio.Semaphore(limit) if limit else None for _ in wiring.steps)
 
@@ -83,7 +84,11 @@ class Pipeline:
             return await self._dataplane.infer(call)
 
     def _stored(
-        self, index: int, response: InferenceResponse, tensors: dict[str, Tensor], missing: list[int]
+        self,
+        index: int,
+        response: InferenceResponse,
+        tensors: dict[str, Tensor],
+        missing: list[int],
     ) -> list[int]:
         """Keep the step's outputs under their ensemble names; the steps that became ready."""
         step = self._wiring.steps[index]

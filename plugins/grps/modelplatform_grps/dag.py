@@ -98,9 +98,10 @@ class Dag:
     def _pipeline(self) -> tuple[Pipeline, ModelConfig]:
         configs = tuple(self._dataplane.model_config(n.model, n.version) for n in self.spec.nodes)
         built = self._built
-        if built is None or any(a is not b for a, b in zip(built[0], configs)):  # a reload: new objects
+        if built is None or any(a is not b for a, b in zip(built[0], configs)):  # a reload
             config = self._as_ensemble(configs)
-            built = self._built = (configs, Pipeline(config, wiring(config), self._dataplane), config)
+            pipeline = Pipeline(config, wiring(config), self._dataplane)
+            built = self._built = (configs, pipeline, config)
         return built[1], built[2]
 
     def _as_ensemble(self, configs: Sequence[ModelConfig]) -> ModelConfig:
@@ -133,6 +134,7 @@ class Dag:
         if len(produced) < len(wanted):
             raise InvalidArgument(
                 f"grps dag '{self.spec.name}' node {index} ('{config.name}'): needs "
-                f"{len(wanted)} inputs, node {index - 1} ('{before.name}') gives {len(produced)} outputs"
+                f"{len(wanted)} inputs, node {index - 1} ('{before.name}') "
+                f"gives {len(produced)} outputs"
             )
         return {spec.name: f"{previous}/{name}" for spec, name in zip(wanted, produced)}

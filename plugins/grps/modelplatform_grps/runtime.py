@@ -71,7 +71,8 @@ class GrpsRuntime:
     def _dag_request(self, payload: Payload) -> InferenceRequest:
         """Decoded against the DAG's first model, marked for :meth:`infer` to run the DAG."""
         name, version = self.dag.first_model()  # type: ignore[union-attr]
-        request = to_request(payload, name, version, self.dataplane.model_config(name, version), self.limits)
+        config = self.dataplane.model_config(name, version)
+        request = to_request(payload, name, version, config, self.limits)
         return DagRequest(request.model_name, request.inputs, request.model_version,
                           request.id, request.parameters, request.outputs)
 

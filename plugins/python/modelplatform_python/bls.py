@@ -17,7 +17,8 @@ Where the calling code runs decides how it waits:
   thread for good and that call runs again there.
 
 A process instance (``python.instance_kind: process``) has no DataPlane in
-its child: its model gets no :class:`ModelCalls` (``None``).
+its child: its model gets :class:`CallsRefused`, whose every call fails
+with a clear ``Unsupported``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from modelplatform import (
     RequestedOutput,
     Tensor,
     Unavailable,
+    Unsupported,
 )
 
 from .calls import NeedsThread, inline_call_running, keep_on_thread
@@ -125,6 +127,21 @@ class ModelCalls:
         )
 
 
+class CallsRefused:
+    """What a process instance's model gets for ``models``: no DataPlane runs in its child."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise Unsupported(
+            f"model '{self._model}': calls to other models (models.{name}) are not available "
+            "in a process instance (python.instance_kind: process); use thread instances"
+        )
+
+
 def request_for(
     model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None, version: str = ""
 ) -> InferenceRequest:
@@ -157,5 +174,5 @@ def bind(calls: ModelCalls) -> None:
 
 def bound() -> ModelCalls:
     if _bound is None:
-        raise Unavailable("no server to call models through: BLS runs inside a server's python model")
+        raise Unavailable("no server to call models through: BLS runs inside a server's model")
     return _bound

@@ -22,6 +22,7 @@ from modelplatform import ModelConfig, Unsupported
 
 from .child_wire import OK, PICKLE_PROTOCOL, UNLOAD, Reply, error_reply
 from .kinds import INSTANCE_KIND, PROCESS
+from .bls import CallsRefused
 from .loader import import_model_module, model_class
 from .usercode import call_flexibly, taken
 
@@ -56,7 +57,8 @@ def _load(loop: asyncio.AbstractEventLoop, config: ModelConfig, version_dir: Pat
     if getattr(found, "http", None) is not None:
         raise _refused(config, "an http() method")
     model = found()
-    _run(loop, getattr(model, "load", None), config, version_dir, None)  # no DataPlane here: no BLS
+    no_calls = CallsRefused(config.name)  # no DataPlane in this process: no BLS
+    _run(loop, getattr(model, "load", None), config, version_dir, no_calls)
     return model
 
 

@@ -202,7 +202,7 @@ class _NoServer:
 
     @staticmethod
     async def exec_async(request: InferenceRequest, decoupled: bool) -> Any:
-        raise TritonModelException("InferenceRequest.async_exec() runs only inside a server's model")
+        raise TritonModelException("InferenceRequest.async_exec() runs only in a server's model")
 
 
 #: What runs ``exec``/``async_exec``: triton_bls once the python backend is imported

@@ -205,6 +205,8 @@ def make_repository(root: Path) -> Path:
     python_model(root, "caller", CALLER_PY, int32_pair)
     python_model(root, "async_caller", ASYNC_CALLER_PY, int32_pair)
     python_model(root, "sometimes_caller", SOMETIMES_CALLER_PY, int32_pair)
+    process_kind = 'parameters { key: "python.instance_kind" value { string_value: "process" } }\n'
+    python_model(root, "process_caller", CALLER_PY, int32_pair + process_kind)
     counter_bls = (
         'max_batch_size: 0\n'
         'input [ { name: "COUNT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
