@@ -190,10 +190,10 @@ class FuzzServer:
         try:
             if handler.unary_unary is not None:
                 answer = await handler.unary_unary(request, context)
-                handler.response_serializer(answer)
+                _serialized(handler, answer)
             else:  # server streaming
                 async for answer in handler.unary_stream(request, context):
-                    handler.response_serializer(answer)
+                    _serialized(handler, answer)
                     context.written.append(answer)
         except AbortedCall:
             return Outcome(context.code.name, None, context.details)
@@ -204,6 +204,15 @@ class FuzzServer:
     def close(self) -> None:
         self.run(self.composition.models.shutdown())
         self.loop.close()
+
+
+def _serialized(handler: Any, answer: Any) -> bytes:
+    """What grpc sends: a handler without a serializer answers bytes itself (oip ModelInfer)."""
+    if handler.response_serializer is None:
+        if not isinstance(answer, bytes):
+            raise TypeError(f"a handler without a serializer answered {type(answer).__name__}, not bytes")
+        return answer
+    return handler.response_serializer(answer)
 
 
 def _in_band(answer: Any) -> Outcome:
