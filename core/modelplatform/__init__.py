@@ -61,6 +61,7 @@ from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
 from .observing import RequestObserver, RequestScope, counted_in_call
 from .plugins import hookimpl
+from .remote_repository import RepositorySource
 from .settings import Limits, Settings
 from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
 from .validation import element_count
@@ -126,6 +127,7 @@ __all__ = [
     "PluginError",
     "QueueFull",
     "RawResponse",
+    "RepositorySource",
     "RequestTimedOut",
     "RequestedOutput",
     "ServerContext",

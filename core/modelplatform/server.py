@@ -36,6 +36,7 @@ from .models import ModelManager
 from .models.warmup import WarmupSource
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
+from .remote_repository import RepositorySource
 from .settings import Settings
 
 log = structlog.get_logger("modelplatform.server")
@@ -51,17 +52,22 @@ class Composition:
     context: ServerContext
     plugins: PluginSet
     models: ModelManager
+    #: The remote repository the models' folder mirrors, else None.
+    remote: RepositorySource | None = None
 
 
 def compose(
     settings: Settings,
     extra_plugins: Sequence[object] = (),
     cluster_link: cluster.SiblingLink | None = None,
+    remote: RepositorySource | None = None,
 ) -> Composition:
     """Collect every plugin's declarations once and freeze them.
 
     ``cluster_link`` (a ``--workers`` worker) relays the manager's loads and
     unloads to the sibling workers and brings their statistics to the dataplane.
+    ``remote`` (opened by the CLI, remote_repository.py) is the bucket that
+    ``settings.model_repository`` mirrors: loads and polls fetch from it.
     """
     plugins = build_plugin_manager(settings, extra_plugins)
     hook = plugins.manager.hook
@@ -76,6 +82,7 @@ def compose(
         settings.strict_readiness,
         replicator=cluster_link,
         warmup_source=_warmup_source(plugins),
+        remote=remote,
     )
     dataplane = DataPlane(
         models, settings.server_name, __version__, extensions, siblings=cluster_link
@@ -87,7 +94,7 @@ def compose(
         grpc_services=tuple(services),
         dataplane=dataplane,
     )
-    return Composition(context, plugins, models)
+    return Composition(context, plugins, models, remote)
 
 
 def _warmup_source(plugins: PluginSet) -> WarmupSource:
@@ -128,6 +135,7 @@ class RunningServer:
         self.context = composition.context
         #: Core's own: plugins reach models only through ``context.dataplane``.
         self.models = composition.models
+        self._remote = composition.remote
         self._plugins = composition.plugins
         self.http: HttpFront | None = None
         self._grpc: grpc.aio.Server | None = None
@@ -139,7 +147,7 @@ class RunningServer:
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
-        self._poller = start_polling(ctx.settings, self.models)
+        self._poller = start_polling(ctx.settings, self.models, self._remote)
         self._grpc = await start_grpc_server(ctx)
         await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.accepting = True
@@ -221,21 +229,27 @@ async def load_initial_models(settings: Settings, models: ModelManager) -> None:
             log.warning("model_unavailable", model=name, reason=result.message)
 
 
-def start_polling(settings: Settings, models: ModelManager) -> asyncio.Task[None] | None:
+def start_polling(
+    settings: Settings, models: ModelManager, remote: RepositorySource | None = None
+) -> asyncio.Task[None] | None:
     """In poll mode, a task that follows the repository every ``repository_poll_secs``."""
     if settings.model_control_mode != "poll" or settings.repository_poll_secs <= 0:
         return None
-    poller = RepositoryPoller(models, settings.model_repository, settings.repository_poll_secs)
+    poller = RepositoryPoller(
+        models, settings.model_repository, settings.repository_poll_secs, remote
+    )
     log.info("repository_polling_started", every_secs=settings.repository_poll_secs)
     return asyncio.ensure_future(poller.run())
 
 
 async def serve(
-    settings: Settings, worker: tuple[int, cluster.ClusterAddress] | None = None
+    settings: Settings,
+    worker: tuple[int, cluster.ClusterAddress] | None = None,
+    remote: RepositorySource | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM, then drain (shutdown.py); ``worker`` (index, address) joins a cluster."""
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
-    server = RunningServer(compose(settings, cluster_link=link))
+    server = RunningServer(compose(settings, cluster_link=link, remote=remote))
     signals = shutdown.Signals(_signals_handled(worker is not None))
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
@@ -272,12 +286,17 @@ def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink)
     return cluster.Member(link, models, ready_here, dataplane.drain_reasons, dataplane.local_statistics)
 
 
-def run(settings: Settings) -> None:
-    """Serve in this process, or supervise ``settings.workers`` worker processes."""
+def run(settings: Settings, remote: RepositorySource | None = None) -> None:
+    """Serve in this process, or supervise ``settings.workers`` worker processes.
+
+    ``remote``: the bucket ``settings.model_repository`` mirrors. Workers serve
+    the mirror the supervisor fetched at start (they get no source: one
+    process writes the mirror).
+    """
     if settings.workers > 1:
         supervisor = cluster.Supervisor(settings, run_worker)
         raise SystemExit(_run_loop(supervisor.run()))
-    _run_loop(serve(settings))
+    _run_loop(serve(settings, remote=remote))
 
 
 def run_worker(settings: Settings, index: int, address: cluster.ClusterAddress) -> None:
