@@ -251,12 +251,12 @@ def serve(
     }
     settings = _settings(config, overrides)
     configure(settings.log_verbose, settings.log_format)
-    settings, remote = _opened(settings)
-    _require_repository(settings, model_repository)
     from .allocator import tune_allocator
     from .server import run
 
     tune_allocator()  # before any thread or worker exists (allocator.py says why)
+    settings, remote = _opened(settings)  # a remote repository's client may start threads
+    _require_repository(settings, model_repository)
     try:
         run(settings, remote)
     finally:
@@ -281,7 +281,9 @@ def list_plugins(config: ConfigOpt = None, plugins: PluginsOpt = None, disable_p
 @app.command("models", cls=PanelledCommand)
 def list_models(config: ConfigOpt = None, model_repository: RepoOpt = None) -> None:
     """List what the model repository holds: name, versions, backend or platform."""
-    settings, remote = _opened(_settings(config, {"model_repository": model_repository}))
+    settings = _settings(config, {"model_repository": model_repository})
+    configure(settings.log_verbose, settings.log_format)  # a mirror's events go to stderr
+    settings, remote = _opened(settings)
     _require_repository(settings, model_repository)
     try:
         for name, entry in repository.scan(settings.model_repository).items():

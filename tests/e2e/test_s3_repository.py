@@ -82,6 +82,24 @@ def test_serves_the_models_of_a_bucket_to_http_and_grpc_clients(s3, bucket, form
         assert np.array_equal(_infer_grpc(server.grpc_url), SUMS)
 
 
+def test_workers_serve_the_mirror_the_supervisor_fetched(s3, bucket):
+    url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
+    args = ("--model-repository", url, "--workers", "2")
+    with ServerProcess(*args, env=s3.keys.env(), timeout=120) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        _wait_for(lambda: client.is_server_ready(), server)
+        assert all(np.array_equal(_infer_http(server.http_url), SUMS) for _ in range(4))
+
+
+def test_platform_models_lists_a_bucket(s3, bucket):
+    url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
+    result = subprocess.run([sys.executable, "-m", "modelplatform", "models", "--model-repository", url],
+                            env={**os.environ, **s3.keys.env()}, capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["simple", "versions", "1", "python"]
+
+
 def test_kserve_endpoint_variables_name_the_server(s3, bucket):
     env = {**s3.keys.env(), "S3_ENDPOINT": f"127.0.0.1:{s3.port}", "S3_USE_HTTPS": "0"}
     with ServerProcess("--model-repository", f"s3://{bucket}/models", env=env) as server:
