@@ -113,6 +113,9 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
     in a worker thread. Raise ``ModelPlatformError`` with one line naming the
     URL when it cannot be read (wrong credential, missing bucket, unreachable
     endpoint): the server stops at start with that line and exit code 2.
+    Under ``--workers N`` it is called again in every worker, whose
+    ``settings.model_repository`` names the mirror the first call made:
+    attach to that folder (shared by the processes; not deleted by workers).
     """
 
 

@@ -36,7 +36,7 @@ from .models import ModelManager
 from .models.warmup import WarmupSource
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
-from .remote_repository import RepositorySource
+from .remote_repository import RepositorySource, open_repository
 from .settings import Settings
 
 log = structlog.get_logger("modelplatform.server")
@@ -289,9 +289,8 @@ def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink)
 def run(settings: Settings, remote: RepositorySource | None = None) -> None:
     """Serve in this process, or supervise ``settings.workers`` worker processes.
 
-    ``remote``: the bucket ``settings.model_repository`` mirrors. Workers serve
-    the mirror the supervisor fetched at start (they get no source: one
-    process writes the mirror).
+    ``remote``: the bucket ``settings.model_repository`` mirrors. Each worker
+    opens it again and attaches to the mirror the supervisor fetched.
     """
     if settings.workers > 1:
         supervisor = cluster.Supervisor(settings, run_worker)
@@ -303,7 +302,19 @@ def run_worker(settings: Settings, index: int, address: cluster.ClusterAddress) 
     """A worker process of ``--workers N`` (started by the supervisor)."""
     configure(settings.log_verbose, settings.log_format)
     structlog.contextvars.bind_contextvars(worker=index)
-    _run_loop(serve(settings, (index, address)))
+    remote = _attached(settings)
+    try:
+        _run_loop(serve(settings, (index, address), remote))
+    finally:
+        if remote is not None:
+            remote.close()
+
+
+def _attached(settings: Settings) -> RepositorySource | None:
+    """A worker's handle on the remote repository whose mirror ``model_repository`` names."""
+    if not settings.model_repository_url:
+        return None
+    return open_repository(settings, build_plugin_manager(settings).manager.hook)[1]
 
 
 def _run_loop(main: Any) -> Any:

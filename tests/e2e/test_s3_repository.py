@@ -82,13 +82,23 @@ def test_serves_the_models_of_a_bucket_to_http_and_grpc_clients(s3, bucket, form
         assert np.array_equal(_infer_grpc(server.grpc_url), SUMS)
 
 
-def test_workers_serve_the_mirror_the_supervisor_fetched(s3, bucket):
+@pytest.mark.parametrize("mode", ["explicit", "poll"])
+def test_every_worker_follows_the_bucket(s3, bucket, mode):
+    """Workers attach to the supervisor's mirror; an API load or a poll brings version 2 to all."""
     url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
-    args = ("--model-repository", url, "--workers", "2")
+    args = ("--model-repository", url, "--workers", "2", "--model-control-mode", mode,
+            "--repository-poll-secs", "0.5")  # fmt: skip
     with ServerProcess(*args, env=s3.keys.env(), timeout=120) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         _wait_for(lambda: client.is_server_ready(), server)
         assert all(np.array_equal(_infer_http(server.http_url), SUMS) for _ in range(4))
+        s3.upload(bucket, "models", MODEL_REPOSITORY / "simple",
+                  files={"models/simple/2/model.py": SIMPLE_V2})  # fmt: skip
+        if mode == "explicit":
+            client.load_model("simple")  # applied by the sibling worker too
+        # Every new connection may reach either worker: both must answer with version 2.
+        _wait_for(lambda: all(np.array_equal(_infer_http(server.http_url), PRODUCTS)
+                              for _ in range(8)), server)  # fmt: skip
 
 
 def test_platform_models_lists_a_bucket(s3, bucket):

@@ -2,7 +2,9 @@
 
 A folder the operator names (Triton's variable, honoured for every scheme)
 is kept at exit, so a restart fetches only what changed; otherwise the
-mirror is a fresh temporary folder, deleted at exit.
+mirror is a fresh temporary folder, deleted at exit. A worker of
+``--workers N`` attaches to the mirror its supervisor made (the folder its
+settings name, holding a manifest): shared, never deleted by the worker.
 """
 
 from __future__ import annotations
@@ -15,17 +17,23 @@ import structlog
 
 from .filesystems import open_filesystem
 from .locations import Location
-from .mirror import BucketMirror
+from .mirror import MANIFEST, BucketMirror
 
 log = structlog.get_logger("modelplatform_storage")
 
 MOUNT_DIRECTORY = "TRITON_AWS_MOUNT_DIRECTORY"
 
 
-def open_mirror(location: Location, env: Mapping[str, str]) -> BucketMirror:
-    """The mirror of ``location``, in step with it; raises one line naming the URL."""
+def open_mirror(
+    location: Location, env: Mapping[str, str], attach_to: Path | None = None
+) -> BucketMirror:
+    """The mirror of ``location``, in step with it; raises one line naming the URL.
+
+    ``attach_to``: an existing mirror to share (kept at exit), else the folder
+    is chosen as the module says.
+    """
     fs = open_filesystem(location, env)
-    root, owned = _folder(env)
+    root, owned = (attach_to.resolve(), False) if attach_to is not None else _folder(env)
     mirror = BucketMirror(location, fs, root, owned)
     try:
         mirror.refresh()
@@ -34,6 +42,11 @@ def open_mirror(location: Location, env: Mapping[str, str]) -> BucketMirror:
         raise
     log.info("repository_mirror_opened", url=location.url, path=str(root), kept=not owned)
     return mirror
+
+
+def existing_mirror(folder: Path) -> Path | None:
+    """``folder`` when it already is a mirror (a worker's settings name its supervisor's)."""
+    return folder if (folder / MANIFEST).is_file() else None
 
 
 def _folder(env: Mapping[str, str]) -> tuple[Path, bool]:

@@ -5,15 +5,20 @@ modification time, in a hidden manifest beside the models). Bringing a folder
 in step lists the remote side and compares the listings: only new or changed
 objects are downloaded, files whose object is gone are deleted. A kept
 mirror (``TRITON_AWS_MOUNT_DIRECTORY``) keeps its manifest, so a restart
-downloads only what changed meanwhile.
+downloads only what changed. Several processes may share one mirror (the
+workers of ``--workers N``): each change happens under a lock on the folder,
+after re-reading the manifest another process may have written.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import json
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -29,6 +34,8 @@ log = structlog.get_logger("modelplatform_storage")
 
 #: The manifest: hidden, so repository scans and fingerprints never see it.
 MANIFEST = ".modelplatform-mirror.json"
+#: Locked while a process changes the mirror (processes sharing it take turns).
+LOCK = ".modelplatform-mirror.lock"
 
 
 class BucketMirror:
@@ -42,7 +49,7 @@ class BucketMirror:
         #: A temporary folder this mirror made (deleted by close()); a given one is kept.
         self._owned = owned
         self._lock = threading.Lock()  # one sync at a time: loads and polls share the folder
-        self._manifest = _read_manifest(local_root / MANIFEST)
+        self._manifest: dict[str, RemoteFile] = {}
         if owned:
             atexit.register(self.close)  # should the server stop without reaching close()
 
@@ -76,7 +83,8 @@ class BucketMirror:
         return {prefix + path: info for path, info in listing.items() if _safe(prefix + path)}
 
     def _sync(self, listing: Listing, scope: str) -> None:
-        with self._lock:
+        with self._lock, _locked(self._root / LOCK):
+            self._manifest = _read_manifest(self._root / MANIFEST)
             stale = [p for p in self._manifest if _within(p, scope) and p not in listing]
             wanted = [p for p, info in listing.items() if self._changed(p, info)]
             for path in wanted:
@@ -107,6 +115,17 @@ class BucketMirror:
                 break
             if parent.is_dir() and not any(parent.iterdir()):
                 parent.rmdir()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` held by this process (released if the process dies)."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _within(path: str, scope: str) -> bool:

@@ -14,6 +14,6 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
     where = parse(location)
     if where is None:
         return None  # not s3://, gs:// or as://: another plugin's scheme
-    from .cache import open_mirror  # noqa: PLC0415 - fsspec loads only for a remote repository
+    from .cache import existing_mirror, open_mirror  # noqa: PLC0415 - fsspec only when used
 
-    return open_mirror(where, os.environ)
+    return open_mirror(where, os.environ, existing_mirror(settings.model_repository))
