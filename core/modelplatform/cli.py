@@ -7,7 +7,10 @@ default, in that order.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -322,11 +325,27 @@ def _opened(settings: Settings) -> tuple[Settings, RepositorySource | None]:
     if not location:
         return settings, None
     try:
-        return open_repository(settings, build_plugin_manager(settings).manager.hook)
+        with _sigterm_unwinds():
+            return open_repository(settings, build_plugin_manager(settings).manager.hook)
     except ModelPlatformError as error:
         said = str(error) if location in str(error) else f"{location}: {error}"
         typer.echo(f"error: model repository {said}", err=True)
         raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM while a mirror downloads exits through ``finally`` blocks (a temporary mirror
+    is removed); the server installs its own drain handler later."""
+
+    def unwind(number: int, frame: object) -> None:
+        raise SystemExit(128 + number)
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _require_repository(settings: Settings, as_given: str | None) -> None:

@@ -8,8 +8,10 @@ endpoint stops the server with one line naming the URL (exit code 2).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -17,13 +19,15 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from modelplatform.testing import ServerProcess, free_port
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 from tests.conftest import MODEL_REPOSITORY, ROOT
 from tests.plugins.storage.s3_server import Keys, MotoServer
 
@@ -53,25 +57,33 @@ def bucket(s3: MotoServer) -> str:
     return name
 
 
-def _infer(client_module, url: str) -> np.ndarray:
-    """OUTPUT0 of "simple" for 0..15 and 3 (sums from version 1, products from version 2)."""
-    client = client_module.InferenceServerClient(url)
-    inputs = [client_module.InferInput(name, [1, 16], "INT32") for name in ("INPUT0", "INPUT1")]
-    inputs[0].set_data_from_numpy(np.arange(16, dtype=np.int32).reshape(1, 16))
-    inputs[1].set_data_from_numpy(np.full((1, 16), 3, dtype=np.int32))
-    return client.infer("simple", inputs).as_numpy("OUTPUT0")
+A = np.arange(16, dtype=np.int32).reshape(1, 16)
+B = np.full((1, 16), 3, dtype=np.int32)
 
 
 def _infer_http(url: str) -> np.ndarray:
-    return _infer(httpclient, url)
+    """OUTPUT0 of "simple" for A and B (sums from version 1, products from version 2)."""
+    client = httpclient.InferenceServerClient(url)
+    inputs = [httpclient.InferInput(name, [1, 16], "INT32") for name in ("INPUT0", "INPUT1")]
+    inputs[0].set_data_from_numpy(A)
+    inputs[1].set_data_from_numpy(B)
+    return client.infer("simple", inputs).as_numpy("OUTPUT0")
 
 
 def _infer_grpc(url: str) -> np.ndarray:
-    return _infer(grpcclient, url)
+    """The same over gRPC, with the generated stubs (tritonclient.grpc's protos would clash
+    with the core's in one process)."""
+    request = pb.ModelInferRequest(model_name="simple", raw_input_contents=[A.tobytes(), B.tobytes()])
+    for name in ("INPUT0", "INPUT1"):
+        request.inputs.add(name=name, datatype="INT32", shape=[1, 16])
+    request.outputs.add(name="OUTPUT0")
+    with grpc.insecure_channel(url) as channel:
+        reply = pb_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=30)
+    return np.frombuffer(reply.raw_output_contents[0], dtype=np.int32).reshape(1, 16)
 
 
-SUMS = np.arange(16, dtype=np.int32).reshape(1, 16) + 3
-PRODUCTS = np.arange(16, dtype=np.int32).reshape(1, 16) * 3
+SUMS = A + B
+PRODUCTS = A * B
 
 
 @pytest.mark.parametrize("form", ["s3://127.0.0.1:{port}", "s3://http://127.0.0.1:{port}"])
@@ -220,6 +232,15 @@ def test_an_unknown_scheme_is_refused_at_start():
     _assert_refused("hdfs://namenode/models", {}, "no installed plugin opens hdfs://")
 
 
+@pytest.mark.parametrize(("url", "library", "extra"), [
+    ("gs://bucket/models", "gcsfs", "gcs"), ("as://account/container/models", "adlfs", "azure")
+])  # fmt: skip
+def test_a_scheme_whose_library_is_missing_names_the_extra(url, library, extra):
+    if importlib.util.find_spec(library) is not None:
+        pytest.skip(f"{library} is installed: the URL would be opened")
+    _assert_refused(url, {}, f"pip install 'modelplatform-storage[{extra}]'")
+
+
 def test_a_load_fails_naming_the_url_when_the_storage_is_gone(bucket, tmp_path):
     with MotoServer() as own:  # stopped half-way: the module's server keeps serving the others
         own.client().create_bucket(Bucket="lost-bucket")
@@ -253,3 +274,27 @@ def _wait_for(condition, server: ServerProcess, timeout: float = 60) -> None:
             pass
         time.sleep(0.25)
     pytest.fail(f"not reached in {timeout}s:\n{server.log()[-4000:]}")
+
+
+def test_sigterm_while_mirroring_removes_the_temporary_mirror(s3, bucket, tmp_path):
+    """A pod stopped during its first download leaves no half-filled temporary folder behind."""
+    big = {f"models/simple/1/blob-{i}.bin": os.urandom(256 * 1024) for i in range(24)}
+    s3.upload(bucket, "models", MODEL_REPOSITORY / "simple", files=big)
+    url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
+    command = [sys.executable, "-m", "modelplatform", "serve", "--model-repository", url,
+               "--http-port", str(free_port()), "--grpc-port", str(free_port()),
+               "--metrics-port", str(free_port())]  # fmt: skip
+    env = {**os.environ, **s3.keys.env(), "TMPDIR": str(tmp_path)}  # where mkdtemp makes it
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, cwd=ROOT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not any(tmp_path.rglob("*.part")) and time.monotonic() < deadline:
+            time.sleep(0.02)  # downloading: the first partial file appeared
+        assert any(tmp_path.iterdir()), "no mirror was made"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) != 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert not any(p.name.startswith("modelplatform-repository-") for p in tmp_path.iterdir())

@@ -87,12 +87,15 @@ class BucketMirror:
             self._manifest = _read_manifest(self._root / MANIFEST)
             stale = [p for p in self._manifest if _within(p, scope) and p not in listing]
             wanted = [p for p, info in listing.items() if self._changed(p, info)]
-            for path in wanted:
-                self._fetch(path, listing[path])
-            for path in stale:
-                self._forget(path)
+            try:
+                for path in wanted:
+                    self._fetch(path, listing[path])
+                for path in stale:
+                    self._forget(path)
+            finally:  # what was fetched before a failure is not fetched again
+                if wanted or stale:
+                    _write_manifest(self._root / MANIFEST, self._manifest)
             if wanted or stale:
-                _write_manifest(self._root / MANIFEST, self._manifest)
                 log.info("repository_mirrored", url=self.location, scope=scope or "*",
                          fetched=len(wanted), removed=len(stale))  # fmt: skip
 
