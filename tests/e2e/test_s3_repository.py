@@ -278,7 +278,8 @@ def _wait_for(condition, server: ServerProcess, timeout: float = 60) -> None:
 
 def test_sigterm_while_mirroring_removes_the_temporary_mirror(s3, bucket, tmp_path):
     """A pod stopped during its first download leaves no half-filled temporary folder behind."""
-    big = {f"models/simple/1/blob-{i}.bin": os.urandom(256 * 1024) for i in range(24)}
+    # Many objects, fetched one request each: the download lasts seconds, whatever the load.
+    big = {f"models/simple/1/blob-{i}.bin": os.urandom(4096) for i in range(800)}
     s3.upload(bucket, "models", MODEL_REPOSITORY / "simple", files=big)
     url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
     command = [sys.executable, "-m", "modelplatform", "serve", "--model-repository", url,
