@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus
+.PHONY: triton-peer serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus image-base image image-gpu image-test
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
@@ -20,6 +20,16 @@ test-gpu: $(STAMP)
 
 bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# Triton's own server for the bench's "peer" rows (benchmarks/peer.py): the tritonserver binary
+# inside the nvidia-pytriton wheel, in a venv of its own (its python backend needs numpy 1.x).
+# Optional: without it `make bench` leaves the Triton column out and says so.
+PEER_VENV := $(VENV)/triton-peer
+triton-peer: $(PEER_VENV)/.installed
+$(PEER_VENV)/.installed: $(BIN)/python
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install -q "nvidia-pytriton==0.7.0" "numpy<2"
+	touch $@
 
 # The real server under mixed traffic over every dialect for MINUTES (benchmarks/soak/__init__.py);
 # fails on any 5xx, wrong answer, or memory growth over 20 MiB after the warm-up (docs/reliability.md).
@@ -94,6 +104,29 @@ wrk:
 # Triton's dashboard and autoscaler (tests/e2e/test_prometheus.py); idempotent.
 prometheus:
 	command -v prometheus >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
+
+# Container images (docs/deployment.md, "Images"). No registry image can be pulled on the
+# development machines: image-base makes IMAGE_BASE (Debian with python3) from Debian's
+# packages with debootstrap and podman import; image builds the CPU image on it; image-test
+# builds it and serves readiness from it as its user (tests/deploy/test_images.py). Not part of
+# `make test`: it downloads a Debian system and every Python dependency (about 8 minutes).
+IMAGE_BASE ?= localhost/debian-python:bookworm
+# The host's CA bundle and pip settings reach RUN steps that go through a TLS-intercepting proxy.
+HOST_TRUST := $(foreach f,/etc/ssl/certs/ca-certificates.crt /etc/pip.conf,$(if $(wildcard $(f)),--volume=$(f):$(f):ro))
+
+image-base:
+	command -v podman >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends podman debootstrap; }
+	podman image exists $(IMAGE_BASE) || { root=$$(mktemp -d) && debootstrap --variant=minbase --include=python3,python3-venv,python3-pip bookworm $$root && tar -C $$root -c . | podman import - $(IMAGE_BASE); status=$$?; rm -rf $$root; exit $$status; }
+
+image: image-base
+	podman build --isolation=chroot --pull=never $(HOST_TRUST) --build-arg BASE=$(IMAGE_BASE) -f Containerfile -t modelplatform:cpu .
+
+# Needs NVIDIA's CUDA images from their registry.
+image-gpu:
+	podman build -f Containerfile.gpu -t modelplatform:gpu .
+
+image-test: $(STAMP) image-base
+	MODELPLATFORM_TEST_BASE_IMAGE=$(IMAGE_BASE) $(BIN)/python -m pytest tests/deploy/test_images.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -21,10 +21,32 @@ and against a second server started with `--no-allow-metrics`, alternating
 in the same run; "metrics on" shows its median ratio to "metrics off"
 (the cost of the metrics is 1 minus that ratio).
 
+The "tls" rows do the same for TLS: `simple` HTTP JSON c8 and gRPC c8
+against the benchmarked server (plain text, "tls off") and against a second
+server serving the same ports over TLS with certificates made for the run
+("tls on": HTTPS, and gRPC with TLS), alternating; "tls on" shows its median
+ratio to "tls off". Connections are kept, so this is the cost of encrypting
+requests and answers, not of handshakes.
+
     make bench                      # everything (about 5 minutes)
     make bench BENCH_ARGS="--only simple"
     make bench BENCH_ARGS="--only wrk --repeat 3"
     make bench BENCH_ARGS="--only metrics --repeat 5"
+    make bench BENCH_ARGS="--only tls --repeat 5"
+    make bench BENCH_ARGS="--only shm"
+    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer) and bare grpc.aio
+
+The "shm" rows (shm_rows.py) measure identity_fp32 at 1, 16 and 64 MiB
+over HTTP binary and gRPC, then the same with system shared memory for the
+input and the output, in the same round against a second server started
+with --allow-client-shm; "of ref." is a shared-memory row's rate as a
+multiple of the row without it ("of ref." of a wrk dialect row: its ratio to
+OIP wrk).
+
+The "peer" rows (peer.py) measure `simple` and `identity_fp32` over gRPC
+against our server, Triton's own server (when `make triton-peer` installed
+it) and a bare grpc.aio echo server, round after round, all serving the same
+python-backend model files; they print a table of their own.
 """
 
 from __future__ import annotations
@@ -42,7 +64,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import peer
 import rest_dialects
+import shm_rows
 import wrk
 
 from modelplatform.testing import ServerProcess, free_port
@@ -63,12 +87,17 @@ class Scenario:
     concurrency: int
     shape: str = ""
 
-    def arguments(self, http: str, grpc_url: str) -> list[str]:
+    def arguments(self, http: str, grpc_url: str, ca: Path | None = None) -> list[str]:
+        """perf_analyzer's arguments; with ``ca`` (a server's CA file) over TLS."""
         args = ["-m", self.model, "--concurrency-range", str(self.concurrency)]
         if self.transport == "grpc":
             args += ["-i", "grpc", "-u", grpc_url]
+            if ca is not None:
+                args += ["--ssl-grpc-use-ssl", "true", "--ssl-grpc-root-certifications-file", str(ca)]
         else:
-            args += ["-i", "http", "-u", http]
+            args += ["-i", "http", "-u", http if ca is None else f"https://{http}"]
+            if ca is not None:
+                args += ["--ssl-https-ca-certificates-file", str(ca)]
         if self.transport == "http-json":
             args += ["--input-tensor-format", "json", "--output-tensor-format", "json"]
         if self.shape:
@@ -147,18 +176,23 @@ class Canned:
         self.process.wait(timeout=10)
 
 
-def measure(scenario: Scenario, http: str, grpc_url: str) -> float:
+def measure(scenario: Scenario, http: str, grpc_url: str, ca: Path | None = None) -> float:
     """Inferences per second, or 0.0 when perf_analyzer failed (reported in the table)."""
+    return measure_arguments(scenario.label, scenario.arguments(http, grpc_url, ca))
+
+
+def measure_arguments(label: str, arguments: list[str], window_ms: int = 1000) -> float:
+    """perf_analyzer with these arguments: inferences per second, or 0.0 when it failed."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as report:
-        command = [str(PERF_ANALYZER), *scenario.arguments(http, grpc_url),
-                   "--measurement-interval", "1000", "--stability-percentage", "999",
+        command = [str(PERF_ANALYZER), *arguments,
+                   "--measurement-interval", str(window_ms), "--stability-percentage", "999",
                    "--max-trials", "3", "-f", report.name]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             return 0.0
         if result.returncode != 0:
-            sys.stderr.write(f"{scenario.label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n")
+            sys.stderr.write(f"{label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n")
             return 0.0
         rows = list(csv.DictReader(open(report.name)))
     return float(rows[0]["Inferences/Second"]) if rows else 0.0
@@ -185,6 +219,9 @@ def main() -> None:
     chosen = [s for s in scenarios() if args.only in s.label]
     rest = rest_dialects.chosen(args.only)
     metrics_cost = args.only in METRICS_SCENARIO.label + " metrics"
+    tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
+    peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
+    shm = shm_rows.chosen(args.only)
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -202,13 +239,30 @@ def main() -> None:
                 results += measure_rest_rows(rest, server, canned["http"], max(1, args.repeat))
             if metrics_cost:
                 results += measure_metrics_cost(server, repository, args.server_args, max(1, args.repeat))
+            if tls_cost:
+                results += measure_tls_cost(tls_cost, server, repository, args.server_args, max(1, args.repeat))
+            if shm:
+                results += shm_rows.measure_rows(
+                    shm, measure_arguments, repository, args.server_args, max(1, args.repeat)
+                )
         finally:
             for server_process in canned.values():
                 server_process.stop()
     shutil.rmtree(repository, ignore_errors=True)
+    if peer_rows:
+        peer_results = peer.measure_peer_rows(
+            peer_rows, max(1, args.repeat), measure_peer, capture, Canned, args.server_args
+        )
     print_table(results)
+    if peer_rows:
+        peer.print_peer_table(peer_results)
+        results += peer_results
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+
+
+def measure_peer(scenario: peer.PeerScenario, grpc_url: str) -> float:
+    return measure(Scenario(scenario.label, scenario.model, "grpc", scenario.concurrency, scenario.shape), "", grpc_url)
 
 
 def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Canned]) -> dict:
@@ -268,12 +322,56 @@ def measure_metrics_cost(server: ServerProcess, repository: Path, server_args: s
             on = measure(METRICS_SCENARIO, server.http_url, server.grpc_url)
             print(f"measured metrics on {on:.1f}/s, off {off:.1f}/s", file=sys.stderr, flush=True)
             pairs.append((on, off))
-    label = METRICS_SCENARIO.label
-    off_row = {"scenario": f"{label} metrics off", "ours": _median([o for _, o in pairs]),
+    return _on_off_rows(f"{METRICS_SCENARIO.label} metrics", pairs, repeat)
+
+
+TLS_SCENARIOS = (
+    Scenario("simple http-json c8", "simple", "http-json", 8),
+    Scenario("simple grpc c8", "simple", "grpc", 8),
+)
+
+
+def measure_tls_cost(
+    chosen: list[Scenario], server: ServerProcess, repository: Path, server_args: str, repeat: int
+) -> list[dict]:
+    """Plain text (``server``) and TLS (a second server, HTTPS and gRPC with TLS), alternating."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-tls-"))
+    ca, cert, key = make_certificates(folder)
+    tls_args = ("--http-use-ssl", "--http-server-cert", str(cert), "--http-server-key", str(key),
+                "--grpc-use-ssl", "--grpc-server-cert", str(cert), "--grpc-server-key", str(key))  # fmt: skip
+    rows = []
+    with ServerProcess("--model-repository", str(repository), *tls_args, *server_args.split()) as secure:
+        for scenario in chosen:
+            pairs = []
+            for _ in range(repeat):
+                plain = measure(scenario, server.http_url, server.grpc_url)
+                tls = measure(scenario, f"localhost:{secure.http_port}", f"localhost:{secure.grpc_port}", ca)
+                print(f"measured {scenario.label} tls on {tls:.1f}/s, off {plain:.1f}/s", file=sys.stderr, flush=True)
+                pairs.append((tls, plain))
+            rows += _on_off_rows(f"{scenario.label} tls", pairs, repeat)
+    shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
+def _on_off_rows(label: str, pairs: list[tuple[float, float]], repeat: int) -> list[dict]:
+    """The "off" row and the "on" row with its median ratio to "off" (pairs are (on, off))."""
+    off_row = {"scenario": f"{label} off", "ours": _median([off for _, off in pairs]),
                "ceiling": None, "of_reference": 1.0, "runs": repeat}
-    on_row = {"scenario": f"{label} metrics on", "ours": _median([o for o, _ in pairs]), "ceiling": None,
+    on_row = {"scenario": f"{label} on", "ours": _median([on for on, _ in pairs]), "ceiling": None,
               "of_reference": _median([on / off if off else 0.0 for on, off in pairs]), "runs": repeat}
     return [off_row, on_row]
+
+
+def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA and a server certificate for localhost, made for this run (the tests' helper)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.e2e.tls_certs import Authority  # noqa: PLC0415 - only the tls rows need cryptography
+
+    authority = Authority("bench CA")
+    ca, cert, key = folder / "ca.pem", folder / "server.crt", folder / "server.key"
+    ca.write_bytes(authority.pem)
+    authority.server().write(cert, key)
+    return ca, cert, key
 
 
 class Scraper:
@@ -327,9 +425,9 @@ def print_row(row: dict) -> None:
 
 
 def print_table(results: list[dict]) -> None:
-    """One table: the wrk dialect rows have no ceiling of their own, only their ratio to OIP (wrk)."""
+    """One table: wrk dialect and shm rows have no ceiling of their own, only a ratio to a reference row."""
     print(f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} "
-          f"| {'of oip wrk':>10} |")
+          f"| {'of ref.':>10} |")
     print(f"|{'-' * 42}|{'-' * 14}|{'-' * 17}|{'-' * 10}|{'-' * 12}|")
     for row in results:
         if row["ceiling"] is None:

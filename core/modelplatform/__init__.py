@@ -15,8 +15,10 @@ helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .access.gate import HeaderCheck, header_check
 from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
 from .codecs import Codec
+from .broadcasting import Broadcast
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
 from .deadlines import transport_deadline
@@ -37,6 +39,7 @@ from .errors import (
     AlreadyExists,
     Cancelled,
     DeadlineExceeded,
+    DecoupledModel,
     ErrorCode,
     Internal,
     InvalidArgument,
@@ -56,7 +59,7 @@ from .errors import (
     Unsupported,
 )
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
-from .logging import log_settings, update_log_settings
+from .logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry
 from .observing import RequestObserver, RequestScope, counted_in_call
@@ -93,9 +96,11 @@ __all__ = [
     "Codec",
     "DataPlane",
     "DeadlineExceeded",
+    "DecoupledModel",
     "ErrorCode",
     "ExecuteResult",
     "GrpcService",
+    "HeaderCheck",
     "HttpDialect",
     "HttpReply",
     "HttpRequest",
@@ -118,7 +123,10 @@ __all__ = [
     "RequestObserver",
     "RequestScope",
     "counted_in_call",
+    "header_check",
     "log_settings",
+    "LOG_SETTINGS_TOPIC",
+    "Broadcast",
     "update_log_settings",
     "NotFound",
     "PayloadTooLarge",

@@ -105,8 +105,23 @@ class Backend(ABC):
         """Run a batch; one response or error per request, in order."""
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        """Several responses for one request (decoupled / generator models)."""
+        """Several responses for one request (decoupled / generator models).
+
+        Mark a response ``final`` when it is known to be the last as it is sent;
+        closing the iterator early (the client left) must stop the work.
+        """
         raise Unsupported(f"model '{self.config.name}' does not stream responses")
+
+    @property
+    def streams(self) -> bool:
+        """Whether :meth:`stream` may answer a request several times (valid after ``load``).
+
+        Streaming calls to a model whose instances do not stream go through its
+        scheduler like unary ones (dynamic batching included) and get one
+        response. By default: a decoupled model, or a class that overrides
+        :meth:`stream`.
+        """
+        return self.config.decoupled or type(self).stream is not Backend.stream
 
     async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
         """Answer a request in the model's own wire format (a dialect's custom route)."""

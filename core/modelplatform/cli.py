@@ -61,6 +61,38 @@ DisableOpt = Annotated[
 ]
 
 
+def _tls_switch(listener: str, mutual: bool) -> typer.models.OptionInfo:
+    flag = f"--{listener}-use-ssl" + ("-mutual" if mutual else "")
+    port = {"http": "HTTP", "grpc": "gRPC"}.get(listener, listener)
+    what = f"TLS on the {port} port"
+    if mutual:
+        what = f"mutual {what}: clients need a certificate of the root cert"
+    follows = " (default: as HTTP)" if listener == "metrics" else ""
+    return typer.Option(f"{flag}/--no-{flag[2:]}", help=f"Serve {what}{follows}.", rich_help_panel=SECURITY)
+
+
+def _tls_file(listener: str, name: str, what: str) -> typer.models.OptionInfo:
+    follows = " (default: the HTTP one)" if listener == "metrics" else ""
+    return typer.Option(
+        f"--{listener}-{name}", metavar="<pem>", help=f"{what}{follows}.", rich_help_panel=SECURITY
+    )
+
+
+def _tls_options(listener: str) -> dict[str, typer.models.OptionInfo]:
+    return {
+        "use_ssl": _tls_switch(listener, False),
+        "use_ssl_mutual": _tls_switch(listener, True),
+        "server_cert": _tls_file(listener, "server-cert", "Certificate (chain), PEM; re-read on change or SIGHUP"),
+        "server_key": _tls_file(listener, "server-key", "Private key, PEM"),
+        "root_cert": _tls_file(listener, "root-cert", "CA certificate(s) of the clients (mutual TLS)"),
+    }
+
+
+_GRPC_TLS, _HTTP_TLS, _METRICS_TLS = (_tls_options(listener) for listener in ("grpc", "http", "metrics"))
+TlsSwitch = Optional[bool]
+TlsFile = Optional[str]
+
+
 @app.command(cls=PanelledCommand)
 def serve(
     config: ConfigOpt = None,
@@ -110,6 +142,14 @@ def serve(
             rich_help_panel=NETWORK,
         ),
     ] = None,
+    single_port: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--single-port/--no-single-port",
+            help="HTTP and gRPC (h2c) both on the HTTP port; no gRPC port.",
+            rich_help_panel=NETWORK,
+        ),
+    ] = None,
     max_request_bytes: Annotated[
         Optional[int], typer.Option(help="Largest request body.", rich_help_panel=LIMITS)
     ] = None,
@@ -127,9 +167,56 @@ def serve(
             rich_help_panel=SECURITY,
         ),
     ] = None,
+    allow_client_shm: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--allow-client-shm/--no-allow-client-shm",
+            help="Let clients register shared-memory regions (default off).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    max_shm_regions: Annotated[
+        Optional[int],
+        typer.Option(help="Most shared-memory regions registered at once (default 64).", rich_help_panel=LIMITS),
+    ] = None,
     repository_restrict: Annotated[
         Optional[str],
-        typer.Option(help="'header:value' the repository API needs.", rich_help_panel=SECURITY),
+        typer.Option(
+            help="'header:value' the repository API needs (short for model-repository:header=value "
+            "on both restricted lists).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    http_restricted_api: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="<apis>:<k>=<v>",
+            help="APIs (a,b,...) that need HTTP header <k>: <v> (repeatable; Triton's syntax).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    grpc_restricted_protocol: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="<apis>:<k>=<v>",
+            help="APIs that need gRPC metadata triton-grpc-protocol-<k>: <v> (repeatable).",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    api_keys_file: Annotated[
+        Optional[str],
+        typer.Option(
+            help="TOML/JSON file of scoped API keys (hashes); re-read when it changes.",
+            rich_help_panel=SECURITY,
+        ),
+    ] = None,
+    api_keys_open_health: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--api-keys-open-health/--no-api-keys-open-health",
+            help="With API keys, health endpoints need none (default: open, for probes).",
+            rich_help_panel=SECURITY,
+        ),
     ] = None,
     log_verbose: Annotated[
         Optional[int], typer.Option(help=">0 logs debug events.", rich_help_panel=OBSERVABILITY)
@@ -217,6 +304,21 @@ def serve(
             rich_help_panel=OBSERVABILITY,
         ),
     ] = None,
+    grpc_use_ssl: Annotated[TlsSwitch, _GRPC_TLS["use_ssl"]] = None,
+    grpc_use_ssl_mutual: Annotated[TlsSwitch, _GRPC_TLS["use_ssl_mutual"]] = None,
+    grpc_server_cert: Annotated[TlsFile, _GRPC_TLS["server_cert"]] = None,
+    grpc_server_key: Annotated[TlsFile, _GRPC_TLS["server_key"]] = None,
+    grpc_root_cert: Annotated[TlsFile, _GRPC_TLS["root_cert"]] = None,
+    http_use_ssl: Annotated[TlsSwitch, _HTTP_TLS["use_ssl"]] = None,
+    http_use_ssl_mutual: Annotated[TlsSwitch, _HTTP_TLS["use_ssl_mutual"]] = None,
+    http_server_cert: Annotated[TlsFile, _HTTP_TLS["server_cert"]] = None,
+    http_server_key: Annotated[TlsFile, _HTTP_TLS["server_key"]] = None,
+    http_root_cert: Annotated[TlsFile, _HTTP_TLS["root_cert"]] = None,
+    metrics_use_ssl: Annotated[TlsSwitch, _METRICS_TLS["use_ssl"]] = None,
+    metrics_use_ssl_mutual: Annotated[TlsSwitch, _METRICS_TLS["use_ssl_mutual"]] = None,
+    metrics_server_cert: Annotated[TlsFile, _METRICS_TLS["server_cert"]] = None,
+    metrics_server_key: Annotated[TlsFile, _METRICS_TLS["server_key"]] = None,
+    metrics_root_cert: Annotated[TlsFile, _METRICS_TLS["root_cert"]] = None,
 ) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
     overrides = {
@@ -231,6 +333,12 @@ def serve(
         "repository_poll_secs": repository_poll_secs,
         "allow_file_upload": allow_file_upload,
         "repository_restrict": repository_restrict,
+        "http_restricted_api": http_restricted_api or None,
+        "grpc_restricted_protocol": grpc_restricted_protocol or None,
+        "api_keys_file": api_keys_file,
+        "api_keys_open_health": api_keys_open_health,
+        "allow_client_shm": allow_client_shm,
+        "max_shm_regions": max_shm_regions,
         "strict_readiness": strict_readiness,
         "log_verbose": log_verbose,
         "log_format": log_format,
@@ -238,6 +346,7 @@ def serve(
         "max_tensor_elements": max_tensor_elements,
         "max_bytes_element": max_bytes_element,
         "http_fast_lane": http_fast_lane,
+        "single_port": single_port,
         "http_request_timeout_secs": http_request_timeout_secs,
         "http_response_timeout_secs": http_response_timeout_secs,
         "http_keep_alive_timeout_secs": http_keep_alive_timeout_secs,
@@ -251,8 +360,24 @@ def serve(
         "metrics_config": metrics_config or None,
         "trace_otlp_endpoint": trace_otlp_endpoint,
         "trace_rate": trace_rate,
+        "grpc_use_ssl": grpc_use_ssl,
+        "grpc_use_ssl_mutual": grpc_use_ssl_mutual,
+        "grpc_server_cert": grpc_server_cert,
+        "grpc_server_key": grpc_server_key,
+        "grpc_root_cert": grpc_root_cert,
+        "http_use_ssl": http_use_ssl,
+        "http_use_ssl_mutual": http_use_ssl_mutual,
+        "http_server_cert": http_server_cert,
+        "http_server_key": http_server_key,
+        "http_root_cert": http_root_cert,
+        "metrics_use_ssl": metrics_use_ssl,
+        "metrics_use_ssl_mutual": metrics_use_ssl_mutual,
+        "metrics_server_cert": metrics_server_cert,
+        "metrics_server_key": metrics_server_key,
+        "metrics_root_cert": metrics_root_cert,
     }
     settings = _settings(config, overrides)
+    _require_usable_tls(settings)
     configure(settings.log_verbose, settings.log_format)
     from .allocator import tune_allocator
     from .server import run
@@ -364,6 +489,17 @@ def _require_repository(settings: Settings, as_given: str | None) -> None:
         reason = "does not exist"
     typer.echo(f"error: model repository {shown}: {reason}", err=True)
     raise typer.Exit(2)
+
+
+def _require_usable_tls(settings: Settings) -> None:
+    """Stop with one line when a certificate, key or root file does not parse or match (exit 2)."""
+    from .tls import ServerTls
+
+    try:
+        ServerTls.from_settings(settings)
+    except ModelPlatformError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _register_plugin_commands() -> None:

@@ -9,14 +9,17 @@ type instead of writing into a dict.
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .broadcasting import Broadcast
 from .codecs import CodecRegistry
 from .dataplane import DataPlane
 from .settings import Settings
+from .tls import server_tls
 
 if TYPE_CHECKING:
     from .declarations import GrpcService, HttpDialect
@@ -50,7 +53,17 @@ class ServerContext:
     dialects: Mapping[str, HttpDialect]
     grpc_services: Sequence[GrpcService]
     dataplane: DataPlane
+    #: Run-time settings shared with the ``--workers`` siblings (broadcasting.py).
+    broadcast: Broadcast = field(default_factory=Broadcast)
     _shared: _SharedObjects = field(default_factory=_SharedObjects, init=False, repr=False)
+
+    def ssl_context(self, listener: str) -> ssl.SSLContext | None:
+        """The server context a plugin's own listener serves with (``"metrics"``), or None for plain text.
+
+        Give it to ``asyncio.start_server(ssl=...)``: certificates re-read on
+        SIGHUP or when their files change reach the connections made after.
+        """
+        return server_tls(self).ssl_context(listener)
 
     def shared(self, kind: type[T], factory: Callable[[], T]) -> T:
         """The one ``kind`` object of this server, made by ``factory()`` on first use.

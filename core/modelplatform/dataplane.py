@@ -24,7 +24,7 @@ from .backend import RawResponse
 from .calls import Call, CountedChunks, failure_reason, record_failure
 from .deadlines import deadline_for
 from .draining import Drain, ServerShuttingDown
-from .errors import ModelExecutionError, ModelPlatformError
+from .errors import DecoupledModel, ModelExecutionError, ModelPlatformError
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry, LoadOverride, ModelManager, ModelVersion
@@ -265,6 +265,8 @@ class DataPlane:
         scheduled = False
         try:
             validate_request(request, model.config)
+            if model.config.decoupled:  # its responses need a streaming call
+                raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
             scheduled = True
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]
@@ -304,14 +306,21 @@ class DataPlane:
         counters.record_failure(time.perf_counter_ns() - started, "OTHER")
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        """Validate, then yield every response of a streaming (generator) model.
+        """Validate, then yield every response of a streaming (decoupled or generator) model.
 
         Each stream takes the model's instances in turn and counts in flight
         until it ends, so an unload waits for it. Errors before or during the
         stream are raised from the iteration; closing the iterator early
         (client gone) closes the backend's stream too and counts nothing.
+        A model whose instances do not stream answers through :meth:`infer`
+        (its scheduler, its batching): one response, marked ``final``.
         """
         model = self._models.get(request.model_name, request.model_version)
+        if not _streams(model):
+            response = await self.infer(request)
+            response.final = True
+            yield response
+            return
         task = self.drain.enter()
         call = Call(model, request.model_name, request.model_version)
         try:
@@ -378,6 +387,11 @@ def _finish(
                 selected.append(tensor)
         response.outputs = selected
     return response
+
+
+def _streams(model: ModelVersion) -> bool:
+    """Whether a stream to ``model`` may get several responses (see ``Backend.streams``)."""
+    return model.config.decoupled or any(instance.streams for instance in model.instances[:1])
 
 
 def _info(version: ModelVersion) -> VersionInfo:

@@ -118,6 +118,10 @@ class HttpRoute:
     model_param: str | None = None
     #: Says who declared the route in start-up errors (e.g. which model's custom path).
     name: str = ""
+    #: The API category restrictions and API keys name it by (access/categories.py:
+    #: ``inference``, ``metadata``, ``health`` ...). Every route declares one; an unknown
+    #: name stops start-up, and with access control on a route without one is refused.
+    category: str = ""
 
     def describe(self) -> str:
         return f"{self.path} ({self.name})" if self.name else self.path
@@ -165,7 +169,9 @@ class GrpcService:
     ``inference_methods`` names its unary inference methods, each with how its
     request message names the model: a call of one that fails (an abort, a
     status other than OK) without the statistics counting it counts as a
-    failure ``OTHER`` of that model.
+    failure ``OTHER`` of that model. ``categories`` gives every method it
+    serves its API category (``{"ModelInfer": "inference"}``, see
+    HttpRoute.category).
     """
 
     name: str
@@ -174,3 +180,5 @@ class GrpcService:
     protocol: str = ""
     #: Method name (``ModelInfer``) -> the model its request message names.
     inference_methods: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)
+    #: Method name -> its API category (access/categories.py).
+    categories: Mapping[str, str] = field(default_factory=dict)

@@ -17,6 +17,7 @@ dialect says the same words::
     │   ├── QueueFull
     │   └── RequestTimedOut        (the ``timeout`` parameter expired; Triton's answer)
     ├── Unsupported                UNSUPPORTED
+    │   └── DecoupledModel         (a unary call to a decoupled model)
     ├── AlreadyExists              ALREADY_EXISTS
     ├── PermissionDenied           PERMISSION_DENIED (restricted APIs)
     ├── Cancelled                  CANCELLED
@@ -157,6 +158,30 @@ class RequestTimedOut(Unavailable):
 
 class Unsupported(ModelPlatformError):
     code = ErrorCode.UNSUPPORTED
+
+
+class DecoupledModel(Unsupported):
+    """A unary call reached a model with the decoupled transaction policy.
+
+    Such a model may answer a request any number of times, so only a streaming
+    call can receive its responses (Triton refuses the same way). ``endpoint``
+    names the call in Triton's words; dialects name theirs with
+    :meth:`at_endpoint` (``ModelInfer RPC``, ``HTTP end point``).
+    """
+
+    def __init__(self, name: str, endpoint: str = "") -> None:
+        super().__init__(self._words(endpoint or f"A unary call to model '{name}'"))
+        self.name = name
+
+    def at_endpoint(self, endpoint: str) -> DecoupledModel:
+        """This error naming ``endpoint`` instead (the same object: still logged once)."""
+        self.message = self._words(endpoint)
+        self.args = (self.message,)
+        return self
+
+    @staticmethod
+    def _words(endpoint: str) -> str:
+        return f"{endpoint} doesn't support models with decoupled transaction policy"
 
 
 class AlreadyExists(ModelPlatformError):

@@ -17,10 +17,13 @@ import structlog
 
 from .deadlines import transport_deadline
 from .errors import ErrorCode, ModelPlatformError
+from .grpc_access import AccessGuard, access_guard
 from .observing import ScopeOpener, counted_in_call, current_scope
+from .tls import mode_of, server_tls
 
 if TYPE_CHECKING:
     from .context import ServerContext
+    from .tls import ListenerTls, Pem
 
 log = structlog.get_logger("modelplatform.grpc")
 
@@ -116,8 +119,11 @@ def server_options(max_message_bytes: int, reuse_port: bool = False) -> list[tup
     ]
 
 
-async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
-    """Start the server if any plugin registered a service; returns it or None."""
+async def start_grpc_server(context: ServerContext, address: str | None = None) -> grpc.aio.Server | None:
+    """Start the server if any plugin registered a service; returns it or None.
+
+    ``address`` replaces ``host:grpc_port`` (``--single-port``: a private Unix socket).
+    """
     if not context.grpc_services:
         return None
     settings = context.settings
@@ -127,51 +133,138 @@ async def start_grpc_server(context: ServerContext) -> grpc.aio.Server | None:
         f"/{s.name}/{method}": model_of
         for s in context.grpc_services for method, model_of in s.inference_methods.items()
     })  # fmt: skip
-    scopes = _ScopeInterceptor(protocols, ScopeOpener(context.dataplane.observers), refusals)
-    server = grpc.aio.server(options=options, interceptors=[scopes])
+    wrapper = _ScopeWrapper(protocols, ScopeOpener(context.dataplane.observers), refusals)
+    server = grpc.aio.server(options=options)
+    registrar = _Registrar(server, wrapper, access_guard(context))
     for service in context.grpc_services:
-        service.add_to_server(server, context)
-    address = f"{settings.host}:{settings.grpc_port}"
-    if server.add_insecure_port(address) == 0:
+        service.add_to_server(registrar, context)
+    # --single-port hands this server a private socket behind the one port (plain text there).
+    tls = None if address else server_tls(context).listener("grpc")
+    address = address or f"{settings.host}:{settings.grpc_port}"
+    if tls is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, server_credentials(tls))
+    if bound == 0:
         raise OSError(f"cannot bind gRPC to {address}")
     await server.start()
-    log.info("grpc_started", address=address, services=sorted({s.name for s in context.grpc_services}))
+    services = sorted({s.name for s in context.grpc_services})
+    log.info("grpc_started", address=address, services=services, tls=mode_of(tls))
     return server
 
 
-class _ScopeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+def server_credentials(tls: ListenerTls) -> grpc.ServerCredentials:
+    """Credentials that follow ``tls``: gRPC asks the fetcher on each new handshake, and it
+    answers with the files' latest good bytes once per reload (None: nothing new)."""
+    used = tls.generation
+
+    def certificates(pem: Pem) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration([(pem.key, pem.cert)], root_certificates=pem.root)
+
+    def fetch() -> grpc.ServerCertificateConfiguration | None:
+        nonlocal used
+        if tls.generation == used:
+            return None
+        used = tls.generation
+        return certificates(tls.pem)
+
+    return grpc.dynamic_ssl_server_credentials(
+        certificates(tls.pem), fetch, require_client_authentication=tls.files.mutual
+    )
+
+
+class _ScopeWrapper:
     """Runs every handler inside a request scope (observing.py) named by its service's protocol.
 
     The behaviour itself is wrapped, so the scope is set in the call's own task
-    (the dataplane and a direct scheduler read it there). Calls of services no
-    plugin declared (reflection) pass through unwrapped.
+    (the dataplane and a direct scheduler read it there). Handlers of services
+    no plugin declared (reflection) stay as they are.
     """
 
     def __init__(self, protocols: dict[str, str], opener: ScopeOpener, refusals: _Refusals) -> None:
         self._protocols = protocols
         self._opener = opener
         self._refusals = refusals
-        #: method -> (the handler it had, that handler wrapped): wrapped once, not per call.
+
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """``handler`` of ``method`` (``/package.Service/Method``) wrapped once, at start-up."""
+        protocol = self._protocols.get(method.lstrip("/").partition("/")[0])
+        if handler is None or protocol is None:
+            return handler
+        model_of = self._refusals.models.get(method)
+        return _scoped_handler(handler, protocol, self._opener, self._refusals.counter(model_of))
+
+
+class _Registrar:
+    """What ``GrpcService.add_to_server`` receives in place of the server: it wraps handlers as
+    they are registered, not per call as an interceptor would (grpc.aio runs interceptors
+    and the generic handlers' Python lookups on every call).
+
+    A service registered as a method table (``grpc.method_handlers_generic_handler``, or
+    ``add_registered_method_handlers``) becomes registered methods, which grpc's core
+    matches itself; any other generic handler is looked up per call, then wrapped.
+    """
+
+    def __init__(self, server: grpc.aio.Server, wrapper: _ScopeWrapper, guard: AccessGuard | None) -> None:
+        self._server = server
+        self._wrapper = wrapper
+        self._guard = guard
+
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """In its request scope, then behind the access check (when configured): a refused call
+        never reaches the scope, so it is neither traced nor counted."""
+        scoped = self._wrapper.wrap(method, handler)
+        return scoped if self._guard is None else self._guard.wrap(method, scoped)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        wrapped = {name: self.wrap(f"/{service}/{name}", h) for name, h in handlers.items()}
+        self._server.add_registered_method_handlers(service, wrapped)
+        # Also by name for clients whose calls reach the generic lookup (grpc serves both).
+        generic = grpc.method_handlers_generic_handler(service, wrapped)
+        self._server.add_generic_rpc_handlers((generic,))
+
+    def add_generic_rpc_handlers(self, generic_handlers: Any) -> None:
+        for generic in generic_handlers:
+            table = _method_table(generic)
+            if table is not None:
+                self.add_registered_method_handlers(*table)
+            else:
+                self._server.add_generic_rpc_handlers((_WrappedGeneric(generic, self.wrap),))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)  # ports and the rest: the server's own
+
+
+def _method_table(generic: Any) -> tuple[str, dict[str, grpc.RpcMethodHandler]] | None:
+    """(service, {method name: handler}) of a method_handlers_generic_handler, else None."""
+    service = getattr(generic, "_name", None)
+    table = getattr(generic, "_method_handlers", None)
+    if not isinstance(service, str) or not isinstance(table, dict):
+        return None
+    prefix = f"/{service}/"
+    if not all(isinstance(key, str) and key.startswith(prefix) for key in table):
+        return None
+    return service, {key[len(prefix):]: handler for key, handler in table.items()}
+
+
+class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """A generic handler whose answers are wrapped (once per method, then reused)."""
+
+    def __init__(
+        self, generic: grpc.GenericRpcHandler, wrap: Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]
+    ) -> None:
+        self._generic = generic
+        self._wrap = wrap
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        method = details.method
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        handler = self._generic.service(details)
         if handler is None:
-            return handler
-        wrapped = self._wrapped.get(method)
-        if wrapped is None or wrapped[0] is not handler:
-            protocol = self._protocols.get(method.lstrip("/").partition("/")[0])
-            if protocol is None:
-                return handler
-            model_of = self._refusals.models.get(method)
-            scoped = _scoped_handler(handler, protocol, self._opener, self._refusals.counter(model_of))
-            wrapped = self._wrapped[method] = (handler, scoped)
-        return wrapped[1]
+            return None
+        known = self._wrapped.get(details.method)
+        if known is None or known[0] is not handler:
+            known = self._wrapped[details.method] = (handler, self._wrap(details.method, handler))
+        return known[1]
 
 
 #: Counts a refused call of an inference method: (its request message) -> None.

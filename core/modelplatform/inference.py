@@ -84,6 +84,9 @@ class InferenceResponse:
     outputs: list[Tensor]
     id: str = ""
     parameters: Parameters = field(default_factory=dict)
+    #: The last response of its request, known as it is sent (a decoupled model's
+    #: final flag; a unary answer). A stream may also end after an unmarked one.
+    final: bool = False
 
     def output(self, name: str) -> Tensor | None:
         return next((t for t in self.outputs if t.name == name), None)

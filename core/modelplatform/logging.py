@@ -37,6 +37,8 @@ class LogSettings:
 
 
 _settings = LogSettings()
+#: The ServerContext.broadcast topic on which a change of these settings reaches every worker.
+LOG_SETTINGS_TOPIC = "logging"
 #: Each field's JSON type, from its default.
 _TYPES: dict[str, type] = {f.name: type(f.default) for f in fields(LogSettings)}
 

@@ -30,14 +30,17 @@ from .errors import ModelPlatformError, PluginError
 from .declarations import GrpcService, HttpDialect
 from .grpc_server import start_grpc_server
 from .http import HttpFront
-from .logging import configure
+from .broadcasting import Broadcast
+from .logging import LOG_SETTINGS_TOPIC, configure, update_log_settings
 from .model_config import ModelConfig
 from .models import ModelManager
 from .models.warmup import WarmupSource
+from .oneport import OnePort
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
 from .remote_repository import RepositorySource, open_repository
 from .settings import Settings
+from .tls import ServerTls, server_tls
 
 log = structlog.get_logger("modelplatform.server")
 
@@ -93,8 +96,18 @@ def compose(
         dialects=MappingProxyType(dialects),  # read-only views: the context is frozen through
         grpc_services=tuple(services),
         dataplane=dataplane,
+        broadcast=_broadcast(cluster_link),
     )
+    tls = ServerTls.from_settings(settings)  # files read and checked once, before any port opens
+    context.shared(ServerTls, lambda: tls)
     return Composition(context, plugins, models, remote)
+
+
+def _broadcast(cluster_link: cluster.SiblingLink | None) -> Broadcast:
+    """The log settings are the core's own; plugins subscribe their topics at start-up."""
+    broadcast = Broadcast(cluster_link)
+    broadcast.subscribe(LOG_SETTINGS_TOPIC, update_log_settings)
+    return broadcast
 
 
 def _warmup_source(plugins: PluginSet) -> WarmupSource:
@@ -138,24 +151,45 @@ class RunningServer:
         self._remote = composition.remote
         self._plugins = composition.plugins
         self.http: HttpFront | None = None
+        #: ``--single-port``: sorts the HTTP port's connections between HTTP and gRPC.
+        self.one_port: OnePort | None = None
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
         self._grpc_stopped: asyncio.Future[None] | None = None
+        self._tls_watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         ctx = self.context
+        tls = server_tls(ctx)
+        if tls.listeners:
+            self._tls_watch = asyncio.ensure_future(tls.watch())
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
         self._poller = start_polling(ctx.settings, self.models, self._remote)
-        self._grpc = await start_grpc_server(ctx)
+        self._grpc = await start_grpc_server(ctx, self._grpc_address())
         await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.accepting = True
         log.info("server_started", plugins=list(self._plugins.loaded))
 
     async def _start_http(self) -> None:
-        self.http = HttpFront(self.context)
+        settings = self.context.settings
+        if settings.single_port:
+            # A connection that stalls before it is sorted is timed like a stalled request.
+            sort_timeout = settings.http_request_timeout_secs or settings.http_keep_alive_timeout_secs
+            self.one_port = OnePort(sort_timeout)
+            log.info("single_port_enabled", port=settings.http_port, grpc_address=self.one_port.grpc_address)
+        self.http = HttpFront(self.context, self.one_port.protocol if self.one_port else None)
         await self.http.start()
+
+    def _grpc_address(self) -> str | None:
+        """Single port: gRPC behind the HTTP port, or on it when no HTTP dialect is enabled."""
+        settings = self.context.settings
+        if not settings.single_port:
+            return None
+        if self.one_port is not None:
+            return self.one_port.grpc_address
+        return f"{settings.host}:{settings.http_port}"
 
     # ---- the drain (shutdown.py drives these on a clock) ----
 
@@ -186,12 +220,15 @@ class RunningServer:
     async def stop(self) -> None:
         ctx = self.context
         ctx.dataplane.accepting = False
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+        for task in (self._poller, self._tls_watch):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await call_shutdown_hooks(self._plugins.manager, ctx)
         if self._grpc is not None:
             await (self._grpc_stopped or self._grpc.stop(grace=2))
+        if self.one_port is not None:
+            self.one_port.close()  # gRPC connections the gRPC server's stop left, and the socket
         if self.http is not None:
             await self.http.stop()
         await self.models.shutdown()
@@ -251,6 +288,9 @@ async def serve(
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
     server = RunningServer(compose(settings, cluster_link=link, remote=remote))
     signals = shutdown.Signals(_signals_handled(worker is not None))
+    tls = server_tls(server.context)
+    if tls.listeners:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_tls, tls)
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
         server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
@@ -265,6 +305,11 @@ async def serve(
             await member.leave()
         await server.stop()
     shutdown.arm_watchdog(shutdown.EXIT_AFTER_STOP_SECS, "threads outlived the server")
+
+
+def _reload_tls(tls: ServerTls) -> None:
+    log.info("reload_signal_received", signal="SIGHUP")
+    tls.reload()
 
 
 def _signals_handled(is_worker: bool) -> tuple[signal.Signals, ...]:
@@ -283,7 +328,14 @@ def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink)
         others = dataplane.drain_reasons - {cluster.WAITING}
         return dataplane.live and dataplane.accepting and not others and models.all_requested_ready()
 
-    return cluster.Member(link, models, ready_here, dataplane.drain_reasons, dataplane.local_statistics)
+    return cluster.Member(
+        link,
+        models,
+        ready_here,
+        dataplane.drain_reasons,
+        dataplane.local_statistics,
+        deliver=ctx.broadcast.deliver,
+    )
 
 
 def run(settings: Settings, remote: RepositorySource | None = None) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidArgument
+from .tls import check_settings as _check_tls
 
 ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
@@ -49,8 +50,21 @@ class Settings:
     repository_poll_secs: float = 15.0
     #: Accept ``file:<version>/<name>`` load parameters (lets a client install code).
     allow_file_upload: bool = False
-    #: ``key:value``: the repository API answers only requests carrying this header.
+    #: Let clients register shared-memory regions and name them in requests (Triton's --allow-client-shm).
+    allow_client_shm: bool = False
+    #: Most shared-memory regions registered at once (system and CUDA together).
+    max_shm_regions: int = 64
+    #: ``key:value``: the repository API answers only requests carrying this header; the
+    #: old spelling of ``model-repository:key=value`` in both restricted lists below.
     repository_restrict: str = ""
+    #: Triton's ``<api>[,<api>...]:<key>=<value>`` groups for HTTP (access/restrictions.py).
+    http_restricted_api: tuple[str, ...] = ()
+    #: The same for gRPC (metadata ``triton-grpc-protocol-<key>``).
+    grpc_restricted_protocol: tuple[str, ...] = ()
+    #: TOML (or .json) file of scoped API keys (access/keys.py); "" = no keys needed.
+    api_keys_file: str = ""
+    #: With API keys: health endpoints answer without a key (for probes).
+    api_keys_open_health: bool = True
     #: Server ready only when every requested model is READY (Triton's default).
     strict_readiness: bool = True
     log_verbose: int = 0
@@ -68,6 +82,8 @@ class Settings:
     workers: int = 1
     #: Answer dialects' hot HTTP routes (HttpRoute.hot) in the C-parsed fast lane (http/fastlane.py).
     http_fast_lane: bool = True
+    #: HTTP/1.1 and gRPC (h2c) on the HTTP port, sorted per connection (oneport.py); no gRPC port.
+    single_port: bool = False
     #: Longest a client may stay silent while sending a request's head or body (HTTP 408); 0 = none.
     http_request_timeout_secs: float = 60.0
     #: Longest the server takes to produce an HTTP answer (the dialect's 504 after); 0 = none.
@@ -91,6 +107,25 @@ class Settings:
     trace_otlp_endpoint: str = ""
     #: Trace one request in every ``trace_rate`` (Triton's rate); a sampled ``traceparent`` is always traced.
     trace_rate: int = 1000
+    #: TLS on the gRPC port (Triton's flags); ``grpc_use_ssl_mutual`` also asks clients for a certificate.
+    grpc_use_ssl: bool = False
+    grpc_use_ssl_mutual: bool = False
+    #: PEM files: the server's certificate (chain) and key; the root certificate(s) client certificates chain to.
+    grpc_server_cert: str = ""
+    grpc_server_key: str = ""
+    grpc_root_cert: str = ""
+    #: TLS on the HTTP port (the fast lane included), named as the gRPC settings.
+    http_use_ssl: bool = False
+    http_use_ssl_mutual: bool = False
+    http_server_cert: str = ""
+    http_server_key: str = ""
+    http_root_cert: str = ""
+    #: TLS on the metrics port: each one not given (None, "") takes the HTTP setting's value.
+    metrics_use_ssl: bool | None = None
+    metrics_use_ssl_mutual: bool | None = None
+    metrics_server_cert: str = ""
+    metrics_server_key: str = ""
+    metrics_root_cert: str = ""
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
@@ -110,6 +145,8 @@ class Limits:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+#: Booleans whose "not given" (None) means something: take another setting's value.
+_OPTIONAL_BOOLS = frozenset({"metrics_use_ssl", "metrics_use_ssl_mutual"})
 
 
 def resolve(
@@ -174,10 +211,10 @@ def _build(values: dict[str, Any]) -> Settings:
 def _convert(name: str, value: Any) -> Any:
     default = _FIELDS[name].default
     try:
-        if isinstance(default, bool):
+        if isinstance(default, bool) or name in _OPTIONAL_BOOLS:
             return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
         if isinstance(default, tuple):
-            items = value.split(",") if isinstance(value, str) else value
+            items = value.split(_separator(name)) if isinstance(value, str) else value
             return tuple(str(item).strip() for item in items if str(item).strip())
         if isinstance(default, Path):
             return Path(value)
@@ -186,6 +223,14 @@ def _convert(name: str, value: Any) -> Any:
     except (TypeError, ValueError):
         raise InvalidArgument(f"setting {name}: cannot use {value!r}") from None
     return value
+
+
+#: Lists whose items hold commas themselves: ';' separates them in environment variables.
+_SEMICOLON_LISTS = frozenset({"http_restricted_api", "grpc_restricted_protocol"})
+
+
+def _separator(name: str) -> str:
+    return ";" if name in _SEMICOLON_LISTS else ","
 
 
 def _check(settings: Settings) -> None:
@@ -197,13 +242,22 @@ def _check(settings: Settings) -> None:
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
-    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):
+    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers", "max_shm_regions"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
     _check_timeouts(settings)
     _check_drain(settings)
     _check_metrics(settings)
     _check_tracing(settings)
+    _check_access(settings)
+    _check_tls(settings)
+
+
+def _check_access(settings: Settings) -> None:
+    """Restrictions parse and keep each category in one group; the key file loads (exit 2 if not)."""
+    from .access.gate import AccessGate  # noqa: PLC0415 - access imports settings' neutral errors only
+
+    AccessGate.from_settings(settings)
 
 
 def _check_timeouts(settings: Settings) -> None:

@@ -18,7 +18,6 @@ from modelplatform import (
     ModelExecutionError,
     Settings,
     Tensor,
-    Unsupported,
     hookimpl,
 )
 from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
@@ -103,8 +102,9 @@ async def test_stream_validates_and_wraps_errors(repo: Path) -> None:
             async for response in dataplane.stream(_request("counter", -2)):
                 seen.append(response)
         assert len(seen) == 2
-        with pytest.raises(Unsupported):
-            [r async for r in dataplane.stream(_request("plain", 1))]
+        # Issue 18: a model that does not stream answers a stream once, through infer.
+        (only,) = [r async for r in dataplane.stream(_request("plain", 1))]
+        assert only.final and only.model_name == "plain"
 
 
 async def test_closing_the_stream_early_closes_the_backend_stream(repo: Path) -> None:

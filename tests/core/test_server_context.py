@@ -46,7 +46,7 @@ def test_declarations_cannot_be_changed_in_place(context: ServerContext) -> None
 
 def test_core_internals_are_not_reachable(context: ServerContext) -> None:
     fields = {f.name for f in dataclasses.fields(context)}
-    assert fields == {"settings", "codecs", "dialects", "grpc_services", "dataplane", "_shared"}
+    assert fields == {"settings", "codecs", "dialects", "grpc_services", "dataplane", "broadcast", "_shared"}
     for hidden in ("plugins", "models", "backends", "state"):
         assert not hasattr(context, hidden)
     assert isinstance(context.dataplane, DataPlane)

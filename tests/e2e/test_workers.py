@@ -130,3 +130,43 @@ def test_not_ready_while_any_worker_is_not(tmp_path: Path):
 def simple_body() -> bytes:
     tensor = {"datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
     return json.dumps({"inputs": [{"name": "INPUT0", **tensor}, {"name": "INPUT1", **tensor}]}).encode()
+
+
+def logging_settings(port: int) -> dict:
+    status, body = request(port, "GET", "/v2/logging")
+    assert status == 200, body
+    return json.loads(body)
+
+
+def test_a_log_level_change_through_one_worker_reaches_every_worker(workers):
+    port = workers.http_port
+    assert {logging_settings(port)["log_verbose_level"] for _ in range(CONNECTIONS)} == {0}
+    status, body = request(port, "POST", "/v2/logging", b'{"log_verbose_level": 1}')
+    assert status == 200, body
+    assert {logging_settings(port)["log_verbose_level"] for _ in range(CONNECTIONS)} == {1}
+    # The gRPC LogSettings, too, and back.
+    with grpc.insecure_channel(workers.grpc_url) as channel:
+        setting = pb.LogSettingsRequest.SettingValue(uint32_param=0)
+        pb_grpc.GRPCInferenceServiceStub(channel).LogSettings(
+            pb.LogSettingsRequest(settings={"log_verbose_level": setting})
+        )
+    assert {logging_settings(port)["log_verbose_level"] for _ in range(CONNECTIONS)} == {0}
+
+
+def test_a_trace_setting_change_through_one_worker_reaches_every_worker(workers):
+    port = workers.http_port
+
+    def rates() -> set[str]:
+        answers = [request(port, "GET", "/v2/trace/setting") for _ in range(CONNECTIONS)]
+        assert all(status == 200 for status, _ in answers), answers
+        return {json.loads(body)["trace_rate"] for _, body in answers}
+
+    before = rates()
+    assert len(before) == 1 and before != {"7"}
+    status, body = request(port, "POST", "/v2/trace/setting", b'{"trace_rate": "7"}')
+    assert status == 200, body
+    assert rates() == {"7"}
+    with grpc.insecure_channel(workers.grpc_url) as channel:
+        value = pb.TraceSettingRequest.SettingValue(value=["9"])
+        pb_grpc.GRPCInferenceServiceStub(channel).TraceSetting(pb.TraceSettingRequest(settings={"trace_rate": value}))
+    assert rates() == {"9"}

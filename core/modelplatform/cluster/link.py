@@ -32,6 +32,7 @@ from .wire import (
     ModelOperation,
     OperationRequest,
     OperationResult,
+    Publication,
     StatisticsQuery,
     StatisticsResult,
 )
@@ -40,6 +41,8 @@ log = structlog.get_logger("modelplatform.cluster")
 
 #: How long a relayed model operation may take on the siblings.
 OPERATION_TIMEOUT_S = 600.0
+#: How long a worker waits for its siblings to apply a run-time setting.
+PUBLICATION_TIMEOUT_S = 10.0
 #: How long a worker waits for its siblings' statistics before answering its own.
 STATISTICS_TIMEOUT_S = 10.0
 
@@ -101,6 +104,16 @@ class SiblingLink:
             log.warning("sibling_statistics_timed_out", model=name, version=version)
             return []
         return [list(part) for part in parts]
+
+    async def publish(self, topic: str, payload: object) -> tuple[str, ...]:
+        """Have every sibling apply a run-time setting (broadcasting.py); their errors."""
+        if not self._asks_siblings():
+            return ()
+        op_id = next(self._ids)
+        try:
+            return tuple(await self._ask(op_id, Publication(op_id, topic, payload), PUBLICATION_TIMEOUT_S))
+        except asyncio.TimeoutError:
+            return (f"siblings did not answer within {PUBLICATION_TIMEOUT_S:g} s",)
 
     async def sibling_copies(self, override: LoadOverride) -> list[Path]:
         """One copy of an uploaded (temporary) model folder per sibling."""

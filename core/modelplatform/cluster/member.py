@@ -2,7 +2,7 @@
 
 The member applies the model operations its siblings relay (without relaying
 them again), answers their statistics queries with this worker's own
-counters, reports this worker's readiness whenever it changes, and keeps the
+counters, applies the run-time settings they publish, reports this worker's readiness whenever it changes, and keeps the
 server not-ready (a drain reason) until the supervisor says every worker is.
 """
 
@@ -26,6 +26,7 @@ from .wire import (
     ClusterReadiness,
     Message,
     ModelOperation,
+    Publication,
     Readiness,
     StatisticsAnswer,
     StatisticsQuery,
@@ -40,6 +41,8 @@ READINESS_EVERY_S = 0.05
 
 #: (name, version, refused) -> this worker's counters (DataPlane.local_statistics).
 LocalStatistics = Callable[[str, str, bool], list[ModelStats]]
+#: (topic, payload) -> the error text, or None once applied (Broadcast.deliver).
+Deliver = Callable[[str, object], "str | None"]
 
 
 class Member:
@@ -52,12 +55,14 @@ class Member:
         local_ready: Callable[[], bool],
         drain_reasons: set[str],
         local_statistics: LocalStatistics | None = None,
+        deliver: Deliver | None = None,
     ) -> None:
         self._link = link
         self._models = models
         self._local_ready = local_ready
         self._drain = drain_reasons
         self._local_statistics = local_statistics
+        self._deliver = deliver
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def join(self, address: ClusterAddress) -> None:
@@ -80,6 +85,9 @@ class Member:
             case StatisticsQuery(query_id, name, version, refused):
                 answer = tuple(self._statistics(name, version, refused))
                 self._link.send(StatisticsAnswer(query_id, answer))
+            case Publication(op_id, topic, payload):
+                error = self._deliver(topic, payload) if self._deliver else "settings not shared here"
+                self._link.send(Applied(op_id, error))
             case _:
                 log.warning("cluster_message_ignored", kind=type(message).__name__)
 

@@ -1,4 +1,5 @@
-"""The supervisor's switchboard: passes model operations and statistics queries between
+"""The supervisor's switchboard: passes model operations, statistics queries and
+run-time settings (publications) between
 workers, gathers their answers for the asking worker, and aggregates readiness.
 
 Runs on the supervisor's event loop only (channels call it there), so it
@@ -23,6 +24,7 @@ from .wire import (
     ModelOperation,
     OperationRequest,
     OperationResult,
+    Publication,
     Readiness,
     StatisticsAnswer,
     StatisticsQuery,
@@ -76,6 +78,8 @@ class Relay:
                 self._answered(op_id, index, f"worker {index}: {error}" if error else None)
             case StatisticsQuery(query_id):
                 self._ask(index, query_id, message)
+            case Publication(op_id):
+                self._publish(index, op_id, message)
             case StatisticsAnswer(query_id, stats):
                 self._answered(query_id, index, stats or None)
             case _:
@@ -100,6 +104,16 @@ class Relay:
         )
         for sibling, operation in zip(siblings, itertools.cycle(operations)):
             self._channels[sibling].send(Apply(op_id, operation))
+
+    def _publish(self, origin: int, op_id: int, publication: Publication) -> None:
+        siblings = self._gather(
+            op_id,
+            origin,
+            reply=lambda errors: OperationResult(op_id, errors),
+            gone=lambda index: None,  # a worker that went away holds no settings to update
+        )
+        for sibling in siblings:
+            self._channels[sibling].send(publication)
 
     def _ask(self, origin: int, query_id: int, query: StatisticsQuery) -> None:
         siblings = self._gather(

@@ -29,6 +29,7 @@ from pathlib import Path
 import structlog
 
 from ..settings import Settings
+from ..tls import any_tls
 from .channel import Channel
 from .listener import WorkerListener
 from .relay import Relay
@@ -62,6 +63,8 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._signalled, stop, sig)
+        if any_tls(self.settings):  # each worker re-reads its certificates
+            loop.add_signal_handler(signal.SIGHUP, self._signal_workers, signal.SIGHUP)
         try:
             self._start_workers()
             return await self._wait(stop)
@@ -130,7 +133,7 @@ class Supervisor:
                 process.kill()
         log.info("workers_stopped", codes=[p.exitcode for p in self._processes])
 
-    def _signal_workers(self) -> None:
+    def _signal_workers(self, number: signal.Signals = signal.SIGTERM) -> None:
         for process in self._processes:
             if process.is_alive() and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
+                os.kill(process.pid, number)

@@ -115,6 +115,16 @@ class StatisticsResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Publication:
+    """A run-time setting to apply on every sibling (broadcasting.py); answered by Applied."""
+
+    op_id: int
+    topic: str
+    #: Plain values only: it is pickled across the connection.
+    payload: object
+
+
+@dataclass(frozen=True, slots=True)
 class StatisticsQuery:
     query_id: int
     name: str
@@ -134,4 +144,5 @@ Message = Union[
     OperationResult,
     StatisticsResult,
     StatisticsQuery,
+    Publication,
 ]

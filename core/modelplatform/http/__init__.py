@@ -6,10 +6,13 @@ Internal to the core; plugins declare routes with :mod:`modelplatform.declaratio
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from sanic.server.protocols.http_protocol import HttpProtocol
 
+from ..tls import mode_of, server_tls
 from .fastlane import FastLaneProtocol
 from .sanic_app import create_app
 from .sanic_seam import idle_secs
@@ -25,10 +28,14 @@ log = structlog.get_logger("modelplatform.http")
 class HttpFront:
     """The HTTP port of one server process: started and stopped by the composition root."""
 
-    def __init__(self, context: ServerContext) -> None:
+    def __init__(
+        self, context: ServerContext, wrap_protocol: Callable[[Any], Any] | None = None
+    ) -> None:
         self.context = context
         self.app: Sanic = create_app(context)
         self._server: Any = None
+        #: ``--single-port``: wraps the per-connection protocol factory (oneport.OnePort.protocol).
+        self._wrap_protocol = wrap_protocol
 
     @property
     def uses_lane(self) -> bool:
@@ -43,12 +50,21 @@ class HttpFront:
             sock=_shared_socket(settings.host, settings.http_port) if shared else None,
             return_asyncio_server=True,
             access_log=False,
-            protocol=FastLaneProtocol if self.uses_lane else None,
+            protocol=self._protocol(),
+            # TLS is below the protocol: the fast lane reads decrypted bytes as it reads plain ones
+            ssl=server_tls(self.context).ssl_context("http"),
         )
         await self._server.startup()
         await self._server.before_start()
         await self._server.after_start()
-        log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane)
+        tls = mode_of(server_tls(self.context).listener("http"))
+        log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane, tls=tls)
+
+    def _protocol(self) -> Any:
+        protocol = FastLaneProtocol if self.uses_lane else None
+        if self._wrap_protocol is None:
+            return protocol
+        return self._wrap_protocol(protocol or HttpProtocol)
 
     @property
     def open_connections(self) -> int:

@@ -32,6 +32,7 @@ import structlog
 
 from ..declarations import HttpReply, HttpRequest
 from ..draining import Drain
+from .admission import HttpAccess, logged_as
 from .encoding import call_route
 from .failures import route_failure
 from .replies import close_stream
@@ -82,13 +83,18 @@ class LaneRoutes:
     timeouts: HttpTimeouts
     #: What a compressed body may inflate to (a route's own limit may be lower).
     max_request_bytes: int
+    #: Restricted APIs and API keys, asked as on the Sanic path (None: nothing to check).
+    access: HttpAccess | None = None
 
     @classmethod
-    def of(cls, router: Router, max_request_bytes: int, timeouts: HttpTimeouts) -> LaneRoutes:
+    def of(
+        cls, router: Router, max_request_bytes: int, timeouts: HttpTimeouts, access: HttpAccess | None = None
+    ) -> LaneRoutes:
         methods = sorted({m for route in router.routes() if route.hot for m in route.methods})
         starts = tuple(method.encode() + b" " for method in methods)
+        checked = access if access is not None and access.active else None
         return cls(
-            router, min(FAST_BODY_LIMIT, max_request_bytes), starts, timeouts, max_request_bytes
+            router, min(FAST_BODY_LIMIT, max_request_bytes), starts, timeouts, max_request_bytes, checked
         )
 
     def limit(self, match: Match) -> int:
@@ -286,16 +292,25 @@ class FastLaneProtocol(SanicSeam):
 
     async def _answer(self, taken: _Request) -> None:
         match, request = taken.match, taken.request
-        try:
-            reply = await within_response_timeout(
-                call_route(match.route, request, self._routes.max_request_bytes), self._routes.timeouts
-            )
-        except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
-            reply = route_failure(match.dialect, error, request.path, request.params)
+        access = self._routes.access
+        refusal, key_name = access.admit(match, request.headers) if access is not None else (None, "")
+        if refusal is not None:
+            reply = refusal
+        else:
+            with logged_as(key_name):
+                reply = await self._reply(match, request)
         keep_alive = not self._drain.closing
         await self._write(reply, keep_alive)
         if not keep_alive:
             self.close()  # after what is written has left
+
+    async def _reply(self, match: Match, request: HttpRequest) -> HttpReply:
+        try:
+            return await within_response_timeout(
+                call_route(match.route, request, self._routes.max_request_bytes), self._routes.timeouts
+            )
+        except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
+            return route_failure(match.dialect, error, request.path, request.params)
 
     async def _write(self, reply: HttpReply, keep_alive: bool) -> None:
         transport = self.transport

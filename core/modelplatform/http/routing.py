@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from urllib.parse import unquote
 
+from ..access.categories import check_category
 from ..declarations import HttpDialect, HttpRoute
 from ..errors import PluginError
 
@@ -126,6 +127,7 @@ class Router:
         return None
 
     def _add(self, route: HttpRoute, dialect: HttpDialect) -> None:
+        check_category(route.category, f"HTTP route {route.describe()} of '{dialect.name}'")
         pattern, ints = compile_template(route.path, route.ignore_case)
         compiled = _Compiled(route, dialect, pattern, ints)
         self._all.append(compiled)

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
+from ..access.gate import access_gate
 from ..declarations import BodyPolicy, HttpHandler, HttpReply, HttpRequest, HttpRoute
 from ..observing import ScopeOpener, counted_in_call, current_scope
+from .admission import HttpAccess, logged_as
 from .encoding import body_limit, call_route, decoded_request
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
@@ -115,9 +117,11 @@ def create_app(context: ServerContext) -> Sanic:
     app.config.ACCESS_LOG = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
     router = build_router(context)
+    access = HttpAccess(access_gate(context))
     dispatcher = Dispatcher(
         router, PathOwners(context.dialects.values()), context.settings.max_request_bytes, timeouts
     )
+    dispatcher.access = access
     dispatcher.drain = context.dataplane.drain
     dispatcher.dataplane = context.dataplane
 
@@ -129,7 +133,7 @@ def create_app(context: ServerContext) -> Sanic:
     app.add_route(every_route, "/<path:path>", methods=_METHODS, stream=True, name="routes")
     app.error_handler.add(SanicException, dispatcher.framework_error)
     app.error_handler.add(Exception, dispatcher.framework_error)
-    app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes, timeouts)
+    app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes, timeouts, access)
     app.ctx.drain = context.dataplane.drain  # the lane asks it whether to keep connections
     return app
 
@@ -146,11 +150,25 @@ class Dispatcher:
         self.drain: Drain | None = None
         #: Counts inference requests refused before their route's handler ran (413, 408, 400).
         self.dataplane: DataPlane | None = None
+        #: Restricted APIs and API keys, asked before a body is read (None: nothing to check).
+        self.access: HttpAccess | None = None
 
     async def dispatch(self, request: Request) -> HTTPResponse | None:
         match = self.router.match(request.method, request.path)
         if match is None:
             return await send_reply(request, self._miss(request.method, request.path))
+        key_name = ""
+        if self.access is not None and self.access.active:
+            refusal, key_name = self.access.admit(match, request.headers)
+            if refusal is not None:
+                return await send_reply(request, refusal)
+        with logged_as(key_name):
+            reply = await self._answer(request, match)
+            if self.drain is not None and self.drain.closing:
+                end_keep_alive(request)
+            return await send_reply(request, reply)
+
+    async def _answer(self, request: Request, match: Match) -> HttpReply:
         try:
             neutral = await _neutral(request, match, self.max_request_bytes, self.timeouts)
             reply = await within_response_timeout(
@@ -168,9 +186,7 @@ class Dispatcher:
             self.count_refused(match)
         except Exception as error:  # noqa: BLE001 - rendered in the dialect's shape
             reply = route_failure(match.dialect, error, request.path, match.params)
-        if self.drain is not None and self.drain.closing:
-            end_keep_alive(request)
-        return await send_reply(request, reply)
+        return reply
 
     def count_refused(self, match: Match | None) -> None:
         """An inference request refused before its handler ran (no scope is set yet)."""

@@ -24,7 +24,9 @@ from modelplatform import (
 from modelplatform_oip.api import (
     BINARY_CODEC,
     EncodedResponse,
+    RegionReader,
     RestCodec,
+    in_region,
     json_output,
     load_json,
     parse_request,
@@ -50,12 +52,13 @@ class BinaryCodec(RestCodec):
         version: str,
         config: ModelConfig,
         limits: Limits,
+        read_region: RegionReader | None = None,
     ) -> InferenceRequest:
         if header_length == 0:
             return raw_request(body, model, version, config, limits)
         doc = load_json(memoryview(body)[:header_length])
         reader = BodyReader(body, header_length)
-        request = parse_request(doc, model, version, limits, reader.read)
+        request = parse_request(doc, model, version, limits, reader.read, read_region)
         reader.finish()
         return request
 
@@ -74,7 +77,9 @@ class BinaryCodec(RestCodec):
         outputs: list[dict[str, Any]] = []
         blobs: list[bytes | memoryview] = []
         for tensor in response.outputs:
-            if _is_true(chosen.get(tensor.name, default)):
+            if in_region(tensor):  # written into a shared-memory region: no data here
+                outputs.append(json_output(tensor))
+            elif _is_true(chosen.get(tensor.name, default)):
                 blobs.append(raw_view(tensor))
                 outputs.append(_binary_output(tensor, len(blobs[-1])))
             else:

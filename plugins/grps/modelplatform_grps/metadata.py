@@ -18,7 +18,7 @@ def server_yaml(context: ServerContext) -> str:
         "settings": {
             "model_repository": str(settings.model_repository),
             "http_port": settings.http_port,
-            "grpc_port": settings.grpc_port,
+            "grpc_port": settings.http_port if settings.single_port else settings.grpc_port,
             "model_control_mode": settings.model_control_mode,
             "max_request_bytes": settings.max_request_bytes,
         },

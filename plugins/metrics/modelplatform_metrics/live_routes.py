@@ -31,6 +31,6 @@ def live_routes(context: ServerContext) -> Sequence[HttpRoute]:
         return HttpReply(200, orjson.dumps(await board.snapshot()), "application/json")
 
     return [
-        HttpRoute(("GET",), "/", show_page, max_body_bytes=0, name="live page"),
-        HttpRoute(("GET",), DATA_PATH, data, max_body_bytes=0, name="live page"),
+        HttpRoute(("GET",), "/", show_page, max_body_bytes=0, name="live page", category="metrics"),
+        HttpRoute(("GET",), DATA_PATH, data, max_body_bytes=0, name="live page", category="metrics"),
     ]

@@ -25,7 +25,7 @@ def register_http_dialects(settings: Settings) -> list[HttpDialect]:
 async def startup(server: ServerContext) -> None:
     await board_of(server).start()
     if server.settings.allow_metrics:
-        await service_of(server).start()
+        await service_of(server).start(server.ssl_context("metrics"))
 
 
 @hookimpl

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Awaitable, Callable
 
 import structlog
+
+from modelplatform import HeaderCheck
 
 from .exposition import CONTENT_TYPE
 
@@ -26,18 +29,21 @@ Scrape = Callable[[], Awaitable[bytes]]
 
 
 class MetricsPort:
-    def __init__(self, scrape: Scrape) -> None:
+    def __init__(self, scrape: Scrape, admit: HeaderCheck | None = None) -> None:
         self._scrape = scrape
+        #: Restricted APIs and API keys for category ``metrics`` (None: nothing to check).
+        self._admit = admit
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
-    async def start(self, address: str, port: int, shared: bool) -> int:
-        """Listen; returns the port bound (``port`` 0 picks a free one)."""
+    async def start(self, address: str, port: int, shared: bool, tls: ssl.SSLContext | None = None) -> int:
+        """Listen (over TLS when ``tls`` is given); returns the port bound (``port`` 0 picks a free one)."""
         self._server = await asyncio.start_server(
-            self._serve, address, port, limit=MAX_HEAD_BYTES, reuse_port=shared or None
-        )
+            self._serve, address, port, limit=MAX_HEAD_BYTES, reuse_port=shared or None, ssl=tls,
+            ssl_handshake_timeout=HEAD_TIMEOUT_S if tls is not None else None,
+        )  # fmt: skip
         bound = self._server.sockets[0].getsockname()[1]
-        log.info("metrics_port_opened", address=address, port=bound)
+        log.info("metrics_port_opened", address=address, port=bound, tls=tls is not None)
         return int(bound)
 
     async def close(self) -> None:
@@ -83,6 +89,8 @@ class MetricsPort:
             await _reply(writer, 404, b"not found: the metrics are at /metrics\n", close=not keep)
         elif method not in ("GET", "HEAD"):
             await _reply(writer, 405, b"method not allowed\n", close=not keep, allow=True)
+        elif (refusal := self._admit(headers) if self._admit is not None else None) is not None:
+            await _reply(writer, refusal[0], refusal[1].encode() + b"\n", close=not keep)
         else:
             body = await self._scrape()
             await _reply(writer, 200, body, close=not keep, head_only=method == "HEAD")
@@ -106,7 +114,8 @@ async def _reply(
     head_only: bool = False,
     allow: bool = False,
 ) -> None:
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+    reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+              405: "Method Not Allowed",
               431: "Request Header Fields Too Large"}[status]  # fmt: skip
     content_type = CONTENT_TYPE if status == 200 else "text/plain; charset=utf-8"
     head = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}",

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modelplatform import ErrorCode, HttpReply, HttpRequest, HttpRoute, ModelPlatformError, ServerContext
+from modelplatform import (
+    ErrorCode,
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
+    ModelPlatformError,
+    ServerContext,
+    header_check,
+)
 
 from .exposition import CONTENT_TYPE
 from .options import MetricsOptions
@@ -17,7 +25,8 @@ PATH = "/metrics"
 def service_of(context: ServerContext) -> MetricsService:
     """The server's one MetricsService, made on first use."""
     options = MetricsOptions.from_settings(context.settings)
-    return context.shared(MetricsService, lambda: MetricsService(context.dataplane, options))
+    admit = header_check(context, "metrics")
+    return context.shared(MetricsService, lambda: MetricsService(context.dataplane, options, admit))
 
 
 def metrics_routes(context: ServerContext) -> Sequence[HttpRoute]:
@@ -26,7 +35,7 @@ def metrics_routes(context: ServerContext) -> Sequence[HttpRoute]:
     async def metrics(request: HttpRequest) -> HttpReply:
         return HttpReply(200, await service.scrape(), CONTENT_TYPE)
 
-    return [HttpRoute(("GET", "HEAD"), PATH, metrics, max_body_bytes=0, name="metrics")]
+    return [HttpRoute(("GET", "HEAD"), PATH, metrics, max_body_bytes=0, name="metrics", category="metrics")]
 
 
 def error_status(error: ModelPlatformError) -> int:

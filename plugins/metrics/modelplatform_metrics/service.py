@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 
 import structlog
 
-from modelplatform import DataPlane, ModelStats
+from modelplatform import DataPlane, HeaderCheck, ModelStats
 
 from .distributions import batch_sizes, latency_histograms, protocol_families
 from .exposition import Family, render
@@ -24,9 +25,13 @@ log = structlog.get_logger("modelplatform.metrics")
 class MetricsService:
     """Made once per server (``ServerContext.shared``); both endpoints scrape through it."""
 
-    def __init__(self, dataplane: DataPlane, options: MetricsOptions) -> None:
+    def __init__(
+        self, dataplane: DataPlane, options: MetricsOptions, admit: HeaderCheck | None = None
+    ) -> None:
         self._dataplane = dataplane
         self.options = options
+        #: The metrics port's restricted-API / API-key check (the HTTP port's is the core's).
+        self._admit = admit
         self._sampler = SystemSampler()
         self._sampling: asyncio.Task[None] | None = None
         self._port: MetricsPort | None = None
@@ -50,12 +55,13 @@ class MetricsService:
             *operation_counters(stats),
         ]
 
-    async def start(self) -> None:
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Sample and open the metrics port; over TLS with ``tls`` (``ServerContext.ssl_context``)."""
         await asyncio.to_thread(self._sampler.start)
         self._sampling = asyncio.ensure_future(self._sample_forever())
-        self._port = MetricsPort(self.scrape)
+        self._port = MetricsPort(self.scrape, self._admit)
         options = self.options
-        self.bound_port = await self._port.start(options.address, options.port, options.shared_port)
+        self.bound_port = await self._port.start(options.address, options.port, options.shared_port, tls)
 
     async def stop(self) -> None:
         if self._port is not None:

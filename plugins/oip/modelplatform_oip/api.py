@@ -13,6 +13,10 @@ change. The reference is ``docs/plugins/oip-extension-api.md``.
   :data:`BinaryReader` for inputs whose data follow the JSON),
   :func:`response_document`, :func:`json_output`.
 - Raw tensor bytes: :func:`raw_array`, :func:`raw_view`.
+- Shared-memory regions (regions.py): :class:`RegionCodec`, :class:`OutputPlacement`,
+  :data:`RegionReader`, ``REGIONS_DIALECT``, ``REGION_CODEC``, the parameter
+  names ``REGION``, ``BYTE_SIZE``, ``OFFSET``, and :func:`in_region`,
+  :func:`names_region`, :func:`placed_output`.
 - gRPC (imported on first use, so an HTTP-only extension never loads grpc):
   ``GRPC_SERVICE``, ``grpc_messages`` (the generated
   ``inference.GRPCInferenceService`` messages) and :func:`unary_method`.
@@ -24,6 +28,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .raw import raw_array, raw_view
+from .regions import (
+    BYTE_SIZE,
+    OFFSET,
+    REGION,
+    REGION_CODEC,
+    REGIONS_DIALECT,
+    OutputPlacement,
+    RegionCodec,
+    RegionReader,
+    in_region,
+    names_region,
+    placed_output,
+)
 from .rest.codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, RestCodec
 from .rest.json_codec import BinaryReader, json_output, load_json, parse_request, response_document
 from .rest.status import http_status
@@ -35,6 +52,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BINARY_CODEC",
+    "BYTE_SIZE",
+    "OFFSET",
+    "REGION",
+    "REGIONS_DIALECT",
+    "REGION_CODEC",
+    "OutputPlacement",
+    "RegionCodec",
+    "RegionReader",
+    "in_region",
+    "names_region",
+    "placed_output",
     "DIALECT",
     "GRPC_SERVICE",
     "HEADER_LENGTH",

@@ -19,7 +19,8 @@ Contract for ``<model>/<version>/model.py``::
 elements of BYTES outputs become UTF-8). Outputs declared in the model's
 configuration are cast to their declared datatype. ``infer`` may instead be
 a generator (sync or async) yielding several dicts: such a model streams
-(grps streaming); over unary protocols its last yield is the response. An
+(OIP gRPC ModelStreamInfer, generate_stream, grps streaming); over unary
+protocols its last yield is the response. An
 exception raised by user code fails that request alone, with a clean error;
 the server keeps serving. An optional ``http(self, body, headers)`` method
 (sync or async) answers a raw request on the model's own route (raw.py).
@@ -92,6 +93,10 @@ class PythonBackend(Backend):
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         return self._runner.stream(request)
 
+    @property
+    def streams(self) -> bool:
+        return self.config.decoupled or self._runner.streams
+
     async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
         return await self._runner.handle_raw(body, headers)
 
@@ -113,6 +118,8 @@ class PythonBackend(Backend):
 
 class _NotLoaded:
     """The runner before ``load`` and after ``unload``: every call is refused."""
+
+    streams = False
 
     def __init__(self, model: str) -> None:
         self._error = f"model '{model}' is not loaded"

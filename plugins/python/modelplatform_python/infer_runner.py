@@ -47,6 +47,8 @@ class InferRunner:
         self._infer: Infer = self._not_loaded
         #: Whether several requests may share one ``infer`` call (a generator model may not).
         self._joins = config.batching
+        #: Whether ``stream`` answers several times (a generator model; set by a subclass's load).
+        self.streams = False
         #: The backend's marks of where ``infer`` starts and ends (its own clock until handed one).
         self.phases = PhaseClock()
 

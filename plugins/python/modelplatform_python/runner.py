@@ -27,6 +27,8 @@ class Runner(Protocol):
 
     #: Where ``execute`` hands inputs to the model's code and gets its outputs back.
     phases: PhaseClock
+    #: Whether ``stream`` may answer several times (a generator or decoupled model; after load).
+    streams: bool
 
     async def load(self) -> None:
         """Prepare to serve; raising fails the model's load."""

@@ -9,6 +9,7 @@ last yield. ``http()`` answers the model's raw route (raw.py).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import AsyncIterator, Mapping
@@ -38,13 +39,12 @@ class ThreadRunner(InferRunner):
         self._version_dir = version_dir
         self._caller = InstanceCaller(f"{config.name}-{instance}")
         self._model: Any = None
-        self._streams = False
 
     async def load(self) -> None:
         self._model = model_class(self._module, self._version_dir)()
         infer = self._model.infer
-        self._streams = inspect.isgeneratorfunction(infer) or inspect.isasyncgenfunction(infer)
-        self._joins = self._joins and not self._streams  # a generator answers one request
+        self.streams = inspect.isgeneratorfunction(infer) or inspect.isasyncgenfunction(infer)
+        self._joins = self._joins and not self.streams  # a generator answers one request
         self._infer = self._calling(infer)
         await call_optional(getattr(self._model, "load", None), self.config, self._version_dir)
 
@@ -57,7 +57,7 @@ class ThreadRunner(InferRunner):
             forget_module(self._module)
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        if not self._streams:
+        if not self.streams:
             return super().stream(request)
         return self._streamed(request)
 
@@ -66,15 +66,17 @@ class ThreadRunner(InferRunner):
 
     def _calling(self, infer: Any) -> Infer:
         """How a request calls ``infer``: chosen once, so it pays for no decision or extra frame."""
-        if self._streams:
+        if self.streams:
             return self._last_yield
         if inspect.iscoroutinefunction(infer):
             return infer  # on the loop
         return functools.partial(self._caller.call, infer)  # inline or on the thread (calls.py)
 
     async def _streamed(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        async for outputs in self._iterate(request.arrays()):
-            yield self._response(request, outputs)
+        # aclosing: a consumer that stops early closes the model's generator now.
+        async with contextlib.aclosing(self._iterate(request.arrays())) as produced:
+            async for outputs in produced:
+                yield self._response(request, outputs)
 
     async def _last_yield(self, inputs: dict[str, np.ndarray]) -> Any:
         """A generator model over a unary protocol: its last yield is the response."""

@@ -8,7 +8,9 @@ batch as a list of ``pb_utils.InferenceRequest`` and returns one
 ``pb_utils.TritonError`` fails that request alone, while an exception from
 ``execute`` fails every request of that call (Triton's rules). A synchronous
 ``execute`` runs inline or on the instance's thread, as a ``Model.infer``
-does (calls.py).
+does (calls.py). A model with ``model_transaction_policy { decoupled: true }``
+answers only streaming calls, one ``execute`` per request, through the
+request's response sender (decoupled.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from modelplatform import (
 
 from . import triton_utils as pb
 from .calls import InstanceCaller
+from .decoupled import ResponseSender
 from .loader import forget_module
 from .outputs import to_tensors
 from .raw import no_http
@@ -69,6 +72,8 @@ class TritonRunner:
         self._model: Any = None
         #: The backend's compute-phase marks (its own clock until handed one).
         self.phases = PhaseClock()
+        #: A decoupled model answers through response senders, any number of times.
+        self.streams = config.decoupled
 
     async def load(self) -> None:
         self._model = self._module.TritonPythonModel()
@@ -92,7 +97,9 @@ class TritonRunner:
         return [self._result(request, response) for request, response in zip(batch, responses)]
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        return self._refused()
+        if not self.streams:
+            return self._refused()
+        return self._decoupled(request)
 
     async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
         raise no_http(self._config.name)
@@ -144,6 +151,52 @@ class TritonRunner:
         except Exception as error:  # noqa: BLE001 - a malformed response fails its request only
             return ModelExecutionError(self._config.name, error)
         return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
+
+    async def _decoupled(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        """Run ``execute`` for one request and yield what its sender sends, as it comes.
+
+        ``execute`` runs beside the reading: it may send from its own call
+        (waiting for room) or return at once and send from a thread. The
+        reader leaving cancels the sender, so the model's next send raises.
+        """
+        sender = ResponseSender(self._config.name)
+        triton_request = _pb_request(request)
+        triton_request.response_sender = sender  # type: ignore[attr-defined]
+        call = asyncio.ensure_future(self._execute_decoupled(triton_request, sender))
+        try:
+            async for sent, final in sender.responses():
+                if isinstance(sent, Exception):
+                    raise sent
+                if sent is not None:
+                    yield self._sent_response(request, sent, final)
+        finally:
+            sender.cancel()
+            call.cancel()  # an async execute stops; a thread stops at its next send
+
+    async def _execute_decoupled(self, request: Any, sender: ResponseSender) -> None:
+        try:
+            execute = self._model.execute
+            if inspect.iscoroutinefunction(execute):
+                returned = await execute([request])
+            else:
+                returned = await self._caller.call(execute, [request])
+        except Exception as error:  # noqa: BLE001 - the stream fails with it
+            sender.fail(ModelExecutionError(self._config.name, error))
+            return
+        if returned is not None:
+            sender.fail(Internal(
+                f"model '{self._config.name}' is decoupled: execute() must return None "
+                "and answer through request.get_response_sender()"
+            ))
+
+    def _sent_response(
+        self, request: InferenceRequest, sent: Any, final: bool
+    ) -> InferenceResponse:
+        result = self._result(request, sent)
+        if isinstance(result, ModelPlatformError):
+            raise result
+        result.final = final
+        return result
 
     async def _refused(self) -> AsyncIterator[InferenceResponse]:
         raise Unsupported(

@@ -2,9 +2,10 @@
 
 Written from the python backend's documented interface: tensors, requests,
 responses, errors, config lookups and type helpers. What needs Triton's
-process model (BLS ``exec``, DLPack, GPU tensors, decoupled response
-senders) raises :class:`TritonModelException` with a clear message. The
-top-level module ``triton_python_backend_utils`` re-exports this one, so
+process model (BLS ``exec``, DLPack, GPU tensors) raises
+:class:`TritonModelException` with a clear message; decoupled response
+senders live in decoupled.py. The top-level module
+``triton_python_backend_utils`` re-exports this one, so
 ``import triton_python_backend_utils as pb_utils`` works unchanged.
 """
 
@@ -166,12 +167,17 @@ class InferenceRequest:
         return self._model_name
 
     def is_cancelled(self) -> bool:
-        return False
+        sender = getattr(self, "response_sender", None)  # set for decoupled models (decoupled.py)
+        return sender is not None and sender.is_cancelled()
 
     def get_response_sender(self) -> Any:
-        raise TritonModelException(
-            "decoupled response senders are not supported; use a generator Model"
-        )
+        sender = getattr(self, "response_sender", None)
+        if sender is None:
+            raise TritonModelException(
+                "a response sender is only for models with "
+                "model_transaction_policy { decoupled: true }"
+            )
+        return sender
 
     def exec(self, *_: Any, **__: Any) -> Any:
         raise TritonModelException(_NO_BLS.format("exec"))

@@ -8,6 +8,7 @@ it declares (``load(self)`` and ``load(self, config, version_dir)`` both work).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncIterator
 from typing import Any
@@ -33,11 +34,42 @@ def call_flexibly(method: Any, *args: Any) -> Any:
 
 
 async def produced_items(produced: Any) -> AsyncIterator[Any]:
-    """What a generator ``infer``/``http`` yields: async ones on the loop, plain ones off it."""
+    """What a generator ``infer``/``http`` yields: async ones on the loop, plain ones off it.
+
+    Closing this iterator early (the client left) closes the model's generator
+    now, so its ``finally`` runs and it is never advanced again; a step still
+    running on its thread finishes first (a running generator cannot be closed).
+    """
     if inspect.isasyncgen(produced):
-        async for item in produced:
-            yield item
+        async with contextlib.aclosing(produced):
+            async for item in produced:
+                yield item
         return
     sentinel = object()
-    while (item := await asyncio.to_thread(next, produced, sentinel)) is not sentinel:
-        yield item
+    step: asyncio.Future[Any] | None = None
+    try:
+        while True:
+            step = asyncio.ensure_future(asyncio.to_thread(next, produced, sentinel))
+            item = await asyncio.shield(step)  # a cancelled wait leaves the step to finish
+            if item is sentinel:
+                return
+            yield item
+    finally:
+        _close_after(step, produced)
+
+
+def _close_after(step: asyncio.Future[Any] | None, produced: Any) -> None:
+    """Close a plain generator off the loop, once its running step (if any) is done."""
+    close = getattr(produced, "close", None)  # a plain iterator has nothing to close
+    if close is None:
+        return
+    if step is None or step.done():
+        asyncio.get_running_loop().run_in_executor(None, close)
+    else:
+        step.add_done_callback(lambda done: _retrieved(done) or _close_after(None, produced))
+
+
+def _retrieved(step: asyncio.Future[Any]) -> None:
+    """Read a step's outcome nobody awaits any more (asyncio warns of an unread exception)."""
+    if not step.cancelled():
+        step.exception()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import structlog
 
-from modelplatform import IndexEntry, InvalidArgument, ServerContext, Unsupported
+from modelplatform import IndexEntry, InvalidArgument, PermissionDenied, ServerContext, Unsupported
 
-from .access import PermissionDenied, check_control_mode
+from .access import check_control_mode
 from .uploads import write_model_folder
 
 log = structlog.get_logger("modelplatform_repository")

@@ -18,4 +18,6 @@ def register_http_dialects(settings: Settings) -> list[HttpDialect]:
 
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
-    return [GrpcService(rpc.SERVICE, rpc.add_to_server, extensions=EXTENSIONS)]
+    methods = ("RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload")
+    return [GrpcService(rpc.SERVICE, rpc.add_to_server, extensions=EXTENSIONS,
+                        categories=dict.fromkeys(methods, rest.CATEGORY))]  # fmt: skip

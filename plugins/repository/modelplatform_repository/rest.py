@@ -3,7 +3,8 @@
 Shapes follow Triton (protocol-notes A5): the index accepts an empty body
 (tritonclient sends one) and refuses a non-boolean ``ready``; load/unload
 answer 200 with an empty body; errors are ``{"error": "..."}`` with the same
-status table as the oip-rest dialect; the restricted-API refusal is 403.
+status table as the oip-rest dialect. Restrictions and API keys are checked by
+the core before a handler runs (category ``model-repository``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ import orjson
 
 from modelplatform import HttpReply, HttpRequest, HttpRoute, IndexEntry, InvalidArgument, ServerContext
 
-from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
 DIALECT = "repository"
 PREFIXES = ("/v2/repository", "/v2/repository/{repo}")
 EMPTY_TYPE = "text/plain; charset=utf-8"
+CATEGORY = "model-repository"
 
 
 def entry_json(entry: IndexEntry) -> dict[str, str]:
@@ -82,10 +83,8 @@ def _check_unload(params: dict[str, Any]) -> None:
 class RepositoryRoutes:
     def __init__(self, context: ServerContext) -> None:
         self.ops = RepositoryOperations(context)
-        self.restriction = Restriction.from_settings(context.settings)
 
     def _admit(self, request: HttpRequest) -> None:
-        self.restriction.check(request.headers.get)
         self.ops.check_repository(request.params.get("repo", ""))
 
     async def index(self, request: HttpRequest) -> HttpReply:
@@ -112,7 +111,9 @@ def repository_routes(context: ServerContext) -> list[HttpRoute]:
     routes = RepositoryRoutes(context)
     declared = []
     for prefix in PREFIXES:
-        declared.append(HttpRoute(("POST",), f"{prefix}/index", routes.index))
-        declared.append(HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load))
-        declared.append(HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload))
+        declared += [
+            HttpRoute(("POST",), f"{prefix}/index", routes.index, category=CATEGORY),
+            HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load, category=CATEGORY),
+            HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload, category=CATEGORY),
+        ]
     return declared

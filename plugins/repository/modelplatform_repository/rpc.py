@@ -4,8 +4,8 @@ Served as part of ``inference.GRPCInferenceService`` through this plugin's
 own generic handler, beside the oip-grpc plugin's handler for the other
 methods of the same service. Messages, the service name and the
 unary handler come from modelplatform-oip's extension API; errors become
-statuses through the core's one gRPC table; the restricted-API refusal is
-PERMISSION_DENIED.
+statuses through the core's one gRPC table. Restrictions and API keys are
+checked by the core's interceptor before a handler runs.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from modelplatform import InvalidArgument, ServerContext
 from modelplatform_oip.api import GRPC_SERVICE, unary_method
 from modelplatform_oip.api import grpc_messages as pb
 
-from .access import Restriction
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
 
 SERVICE = GRPC_SERVICE
-#: Triton's gRPC metadata for restricted APIs is ``triton-grpc-protocol-<key>``;
-#: the bare ``<key>`` is accepted too.
-GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
 
 
 def load_parameters(params: Any) -> LoadParameters:
@@ -54,11 +50,8 @@ def _check_unload(params: Any) -> None:
 class RepositoryService:
     def __init__(self, context: ServerContext) -> None:
         self.ops = RepositoryOperations(context)
-        self.restriction = Restriction.from_settings(context.settings)
 
     def _admit(self, context: grpc.aio.ServicerContext, repo: str) -> None:
-        metadata = {key.lower(): value for key, value in context.invocation_metadata() or ()}
-        self.restriction.check(lambda key: metadata.get(GRPC_HEADER_PREFIX + key, metadata.get(key)))
         self.ops.check_repository(repo)
 
     async def index(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

@@ -27,7 +27,11 @@ def register_http_dialects(settings: Settings) -> list[HttpDialect]:
 
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
-    return [GrpcService(rpc.SERVICE, rpc.add_to_server, extensions=EXTENSIONS, protocol="oip_grpc")]
+    categories = {"TraceSetting": "trace"}
+    service = GrpcService(
+        rpc.SERVICE, rpc.add_to_server, extensions=EXTENSIONS, protocol="oip_grpc", categories=categories
+    )
+    return [service]
 
 
 @hookimpl

@@ -27,7 +27,8 @@ MAX_BODY_BYTES = 16 * 1024
 class TraceRoutes:
     def __init__(self, context: ServerContext) -> None:
         self.context = context
-        self.settings: TraceSettings = tracing_of(context).settings
+        self.tracing = tracing_of(context)
+        self.settings: TraceSettings = self.tracing.settings
 
     async def get(self, request: HttpRequest) -> HttpReply:
         model = self._model(request)
@@ -36,7 +37,7 @@ class TraceRoutes:
     async def post(self, request: HttpRequest) -> HttpReply:
         model = self._model(request)
         changes = _changes(request.body)
-        return HttpReply(200, orjson.dumps(self.settings.update(model, changes)))
+        return HttpReply(200, orjson.dumps(await self.tracing.change(model, changes)))
 
     def _model(self, request: HttpRequest) -> str:
         model = request.params.get("model", "")
@@ -71,5 +72,6 @@ def _values(name: str, value: Any) -> list[str] | None:
 def trace_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TraceRoutes(context)
     return [
-        HttpRoute(("GET",), path, routes.get, max_body_bytes=0) for path in (GLOBAL, MODEL)
-    ] + [HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES) for path in (GLOBAL, MODEL)]
+        HttpRoute(("GET",), path, routes.get, max_body_bytes=0, category="trace") for path in (GLOBAL, MODEL)
+    ] + [HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES, category="trace")
+        for path in (GLOBAL, MODEL)]

@@ -22,16 +22,16 @@ SERVICE = GRPC_SERVICE
 
 
 def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
-    settings = tracing_of(context).settings
+    tracing = tracing_of(context)
 
     async def trace_setting(request: Any, call: Any) -> Any:
         model = request.model_name
         check_model(context, model)
         if request.settings:
             changes = {name: list(value.value) or None for name, value in request.settings.items()}
-            answer = settings.update(model, changes)
+            answer = await tracing.change(model, changes)
         else:
-            answer = settings.answer(model)
+            answer = tracing.settings.answer(model)
         response = pb.TraceSettingResponse()
         for name, value in answer.items():
             response.settings[name].value.extend(value if isinstance(value, list) else [value])

@@ -13,10 +13,13 @@ import structlog
 
 from modelplatform import ServerContext
 
-from .settings import TraceSetting, TraceSettings
+from .settings import Changes, TraceSetting, TraceSettings
 from .spans import SpanWriter
 
 log = structlog.get_logger("modelplatform.tracing")
+
+#: The ServerContext.broadcast topic on which a settings change reaches every worker.
+TOPIC = "trace"
 
 
 class Tracing:
@@ -27,6 +30,16 @@ class Tracing:
         self.settings = TraceSettings(default, bool(self.endpoint), self._switch)
         self._context = context
         self._writer: SpanWriter | None = None
+        context.broadcast.subscribe(TOPIC, self._apply_published)
+
+    async def change(self, model: str, changes: Changes) -> dict[str, str | list[str]]:
+        """Apply ``changes`` here (checked first), then on every ``--workers`` sibling."""
+        answer = self.settings.update(model, changes)
+        await self._context.broadcast.publish(TOPIC, {"model": model, "changes": changes})
+        return answer
+
+    def _apply_published(self, payload: dict[str, object]) -> None:
+        self.settings.update(str(payload["model"]), payload["changes"])  # type: ignore[arg-type]
 
     def start(self) -> None:
         if not self.endpoint:

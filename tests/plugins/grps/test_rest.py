@@ -343,3 +343,19 @@ def test_body_over_the_limit_under_grps_carries_status(tmp_path) -> None:
     assert code == 413
     status = orjson.loads(data)["status"]
     assert status["code"] == 413 and status["status"] == "FAILURE" and "limit" in status["msg"]
+
+
+def _refused_other(server: ServerProcess, model: str) -> float:
+    status, _, data = call(server, "GET", "/metrics", content_type=None)
+    assert status == 200
+    prefix = f'nv_inference_request_failure{{model="{model}",'
+    lines = [line for line in data.decode().splitlines() if line.startswith(prefix) and 'reason="OTHER"' in line]
+    assert lines, data[:2000]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+
+def test_custom_model_route_refusals_count_as_failures_other(grps_server: ServerProcess) -> None:
+    before = _refused_other(grps_server, "custom_echo")
+    status, _, data = call(grps_server, "POST", "/custom/echo?model=identity_bytes", b"x", content_type=None)
+    assert status == 400 and b"serves model 'custom_echo'" in data
+    assert _refused_other(grps_server, "custom_echo") == before + 1

@@ -88,7 +88,8 @@ def probe(client: grpcclient.InferenceServerClient) -> dict:
         ),
         "metadata_unknown": _error(lambda: client.get_model_metadata("no_such_model")),
         "stats_unknown": _error(lambda: client.get_inference_statistics("no_such_model")),
-        "unimplemented": _error(lambda: client.get_system_shared_memory_status()),
+        # Client shared memory is off by default: Triton answers UNSUPPORTED, gRPC UNIMPLEMENTED.
+        "unimplemented": _error(lambda: client.unregister_system_shared_memory()),
     }
     return out
 

@@ -47,7 +47,10 @@ def test_restricted_api_needs_the_header_over_grpc(restricted):
             headers={"triton-grpc-protocol-x-admin-key": "s3cret"}, as_json=True)
         result = [denied, [m["name"] for m in allowed["models"]], [m["name"] for m in triton["models"]]]
     """)
-    assert result[0] == ["StatusCode.PERMISSION_DENIED", "This API is restricted, expecting header 'x-admin-key'"]
+    # --repository-restrict is now a spelling of the restricted-protocol flags (issue 16): gRPC
+    # answers as Triton does for a restricted protocol, UNAVAILABLE naming its metadata key.
+    expected = "This protocol is restricted, expecting header 'triton-grpc-protocol-x-admin-key'"
+    assert result[0] == ["StatusCode.UNAVAILABLE", expected]
     assert result[1] == ["echo"]
     assert result[2] == ["echo"]  # Triton's own metadata name for restricted protocols
 

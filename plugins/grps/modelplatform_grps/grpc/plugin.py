@@ -6,7 +6,15 @@ from modelplatform import GrpcService, Settings, hookimpl
 
 from .servicer import SERVICE, add_to_server
 
+#: Online/Offline change what the server serves: admin, not health.
+CATEGORIES = {
+    "Predict": "inference", "PredictStreaming": "inference",
+    "Online": "admin", "Offline": "admin",
+    "CheckLiveness": "health", "CheckReadiness": "health",
+    "ServerMetadata": "metadata", "ModelMetadata": "metadata",
+}  # fmt: skip
+
 
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
-    return [GrpcService(SERVICE, add_to_server, protocol="grps_grpc")]
+    return [GrpcService(SERVICE, add_to_server, protocol="grps_grpc", categories=CATEGORIES)]

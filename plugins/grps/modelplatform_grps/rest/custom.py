@@ -32,12 +32,16 @@ from ..runtime import GrpsRuntime
 
 log = structlog.get_logger("modelplatform.grps")
 PARAMETER = "grps.http_path"
+#: The route's API category (restricted APIs, API keys); the core refuses unknown names.
+CATEGORY = "grps.http_category"
 
 
 @dataclass(frozen=True, slots=True)
 class CustomRoute:
     model: str
     path: str
+    #: The API category the model chose (``grps.http_category``); inference unless it says.
+    category: str = "inference"
 
 
 def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[CustomRoute]:
@@ -45,7 +49,7 @@ def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[Cus
     taken = {_key(p): "grps built-in" for p in reserved}
     routes = []
     for name in sorted({e.name for e in context.dataplane.index()}):
-        path = _declared_path(context.dataplane, name)
+        path = _declared(context.dataplane, name, PARAMETER)
         if not path:
             continue
         if not path.startswith("/") or "{" in path:
@@ -55,7 +59,7 @@ def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[Cus
                 f"model '{name}': {PARAMETER} '{path}' collides with the route of {taken[_key(path)]}"
             )
         taken[_key(path)] = f"model '{name}'"
-        routes.append(CustomRoute(name, path))
+        routes.append(CustomRoute(name, path, _declared(context.dataplane, name, CATEGORY) or "inference"))
     return routes
 
 
@@ -63,12 +67,12 @@ def _key(path: str) -> str:
     return path.rstrip("/") or "/"
 
 
-def _declared_path(dataplane: DataPlane, name: str) -> str:
+def _declared(dataplane: DataPlane, name: str, parameter: str) -> str:
     try:
         config = dataplane.repository_config(name)
     except ModelPlatformError:  # the model manager reports a bad config
         return ""
-    return config.parameters.get(PARAMETER, "").strip() if config is not None else ""
+    return config.parameters.get(parameter, "").strip() if config is not None else ""
 
 
 class CustomHandler:
@@ -77,7 +81,12 @@ class CustomHandler:
         self.route = route
 
     async def __call__(self, request: HttpRequest) -> HttpReply:
-        version = self._version(request.query.get("model", ""))
+        try:
+            version = self._version(request.query.get("model", ""))
+        except ModelPlatformError:
+            # Refused before the call: the statistics never saw it, so count it here (OTHER).
+            self.runtime.dataplane.count_refused(self.route.model)
+            raise
         raw = await self.runtime.dataplane.call_raw(
             self.route.model, version, bytes(request.body), dict(request.headers)
         )
@@ -119,5 +128,6 @@ def custom_routes(context: ServerContext, runtime: GrpsRuntime, reserved: Iterab
     routes = []
     for route in declared_routes(context, reserved):
         name = f"{PARAMETER} of model '{route.model}'"
-        routes.append(HttpRoute(("GET", "POST"), route.path, CustomHandler(runtime, route), name=name))
+        handler = CustomHandler(runtime, route)
+        routes.append(HttpRoute(("GET", "POST"), route.path, handler, name=name, category=route.category))
     return routes

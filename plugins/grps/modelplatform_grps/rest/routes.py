@@ -156,14 +156,17 @@ def grps_routes(context: ServerContext) -> list[HttpRoute]:
     rt = runtime(context)
     routes = GrpsRoutes(context, rt)
     # The model is named in the body: a body that does not decode is counted under model "".
-    declared = [HttpRoute(("POST",), f"{PREFIX}/infer/predict", routes.predict, hot=True, model_param="")]
-    for kind in ("online", "offline", "live", "ready"):
-        declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind)))
+    predict = f"{PREFIX}/infer/predict"
+    declared = [HttpRoute(("POST",), predict, routes.predict, hot=True, model_param="", category="inference")]
+    # Taking the server on or off line changes what it serves: admin, not health.
+    kinds = (("online", "admin"), ("offline", "admin"), ("live", "health"), ("ready", "health"))
+    for kind, category in kinds:
+        declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind), category=category))
     declared += [
-        HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata),
-        HttpRoute(BOTH, f"{PREFIX}/metadata/model", routes.model_metadata),
-        HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page),
-        HttpRoute(("GET",), f"{PREFIX}/monitor/series", routes.series),
-        HttpRoute(("GET",), f"{PREFIX}/monitor/metrics", routes.metrics),
+        HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata, category="metadata"),
+        HttpRoute(BOTH, f"{PREFIX}/metadata/model", routes.model_metadata, category="metadata"),
+        HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page, category="metrics"),
+        HttpRoute(("GET",), f"{PREFIX}/monitor/series", routes.series, category="metrics"),
+        HttpRoute(("GET",), f"{PREFIX}/monitor/metrics", routes.metrics, category="metrics"),
     ]
     return declared + custom_routes(context, rt, [route.path for route in declared])

@@ -15,6 +15,8 @@ from typing import ClassVar
 # Limits is re-exported for the dialect's routes; extensions take it from modelplatform.
 from modelplatform import Codec, InferenceRequest, InferenceResponse, Limits, ModelConfig  # noqa: F401
 
+from ..regions import RegionReader
+
 DIALECT = "oip-rest"
 BINARY_CODEC = "binary"
 HEADER_LENGTH = "inference-header-content-length"
@@ -55,8 +57,13 @@ class RestCodec(Codec):
         version: str,
         config: ModelConfig,
         limits: Limits,
+        read_region: RegionReader | None = None,
     ) -> InferenceRequest:
-        """Build the request; ``header_length`` is the JSON header's byte length."""
+        """Build the request; ``header_length`` is the JSON header's byte length.
+
+        ``read_region`` resolves inputs naming a shared-memory region (pass it
+        on to ``parse_request``).
+        """
         raise NotImplementedError
 
     def wants_response(self, request: InferenceRequest) -> bool:
@@ -64,4 +71,5 @@ class RestCodec(Codec):
         return False
 
     def encode(self, response: InferenceResponse, request: InferenceRequest) -> EncodedResponse:
+        """Outputs written into a region (``regions.in_region``) go without data."""
         raise NotImplementedError

@@ -1,7 +1,8 @@
 """The Open Inference Protocol JSON body: request parsing and response rendering.
 
 ``parse_request`` is shared with the binary extension, which supplies
-``take_binary`` to hand out each input's slice of the body.
+``read_binary`` to hand out each input's slice of the body; ``read_region``
+resolves inputs that name a shared-memory region (regions.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from modelplatform import (
     Tensor,
 )
 
+from ..regions import REGION, RegionReader, in_region, names_region
 from .codec import EncodedResponse
 from .json_tensors import array_from_json, array_to_json
 
@@ -45,6 +47,7 @@ def parse_request(
     version: str,
     limits: Limits,
     read_binary: BinaryReader | None = None,
+    read_region: RegionReader | None = None,
 ) -> InferenceRequest:
     inputs = doc.get("inputs")
     if not isinstance(inputs, list) or not inputs:
@@ -54,12 +57,14 @@ def parse_request(
         model_version=version,
         id=_string(doc.get("id", ""), "id"),
         parameters=_parameters(doc.get("parameters"), "request"),
-        inputs=[_input(item, limits, read_binary) for item in inputs],
+        inputs=[_input(item, limits, read_binary, read_region) for item in inputs],
         outputs=_outputs(doc.get("outputs")),
     )
 
 
-def _input(item: Any, limits: Limits, read_binary: BinaryReader | None) -> Tensor:
+def _input(
+    item: Any, limits: Limits, read_binary: BinaryReader | None, read_region: RegionReader | None
+) -> Tensor:
     if not isinstance(item, dict):
         raise InvalidArgument("each input must be a JSON object")
     name = _string(item.get("name"), "input name")
@@ -70,7 +75,10 @@ def _input(item: Any, limits: Limits, read_binary: BinaryReader | None) -> Tenso
     if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
         raise InvalidArgument(f"input '{name}': 'shape' must be a list of integers")
     parameters = _parameters(item.get("parameters"), f"input '{name}'")
-    array = _input_data(name, datatype, shape, item, parameters, limits, read_binary)
+    if names_region(parameters):
+        array = _region_data(name, datatype, shape, item, parameters, limits, read_region)
+    else:
+        array = _input_data(name, datatype, shape, item, parameters, limits, read_binary)
     return Tensor(name, datatype, tuple(shape), array, parameters)
 
 
@@ -95,6 +103,24 @@ def _input_data(
     if not _is_int(size) or size < 0:
         raise InvalidArgument(f"input '{name}': binary_data_size must be a non-negative integer")
     return read_binary(name, datatype, shape, size, limits)
+
+
+def _region_data(
+    name: str,
+    datatype: str,
+    shape: list[int],
+    item: dict[str, Any],
+    parameters: dict[str, Any],
+    limits: Limits,
+    read_region: RegionReader | None,
+) -> np.ndarray:
+    if "data" in item or "binary_data_size" in parameters:
+        raise InvalidArgument(
+            f"input '{name}': '{REGION}' cannot be given with 'data' or 'binary_data_size'"
+        )
+    if read_region is None:
+        raise InvalidArgument(f"input '{name}': shared memory regions are not served here")
+    return read_region(name, datatype, shape, parameters, limits)
 
 
 def _outputs(value: Any) -> list[RequestedOutput] | None:
@@ -143,7 +169,13 @@ def response_document(response: InferenceResponse, outputs: list[dict[str, Any]]
 
 
 def json_output(tensor: Tensor) -> dict[str, Any]:
-    """A JSON output: no ``parameters`` key (perf_analyzer reads one as binary)."""
+    """A JSON output: no ``parameters`` key (perf_analyzer reads one as binary).
+
+    An output written into a shared-memory region keeps its name, type and
+    shape and carries no data, as Triton answers.
+    """
+    if in_region(tensor):
+        return region_output(tensor)
     return {
         "name": tensor.name,
         "datatype": tensor.datatype,
@@ -152,8 +184,12 @@ def json_output(tensor: Tensor) -> dict[str, Any]:
     }
 
 
+def region_output(tensor: Tensor) -> dict[str, Any]:
+    return {"name": tensor.name, "datatype": tensor.datatype, "shape": list(tensor.shape)}
+
+
 def encode_json(response: InferenceResponse) -> EncodedResponse:
-    if any(t.datatype == "BF16" for t in response.outputs):
+    if any(t.datatype == "BF16" and not in_region(t) for t in response.outputs):
         raise InvalidArgument("BF16 outputs can only be returned binary")
     doc = response_document(response, [json_output(t) for t in response.outputs])
     return EncodedResponse(orjson.dumps(doc), "application/json", {})

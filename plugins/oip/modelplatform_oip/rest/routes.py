@@ -8,12 +8,14 @@ the core also answers it on its fast lane, from this same declaration.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from modelplatform import (
+    DecoupledModel,
     HttpReply,
     HttpRequest,
     HttpRoute,
@@ -23,6 +25,7 @@ from modelplatform import (
     json_error,
 )
 
+from ..regions import Regions
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, Limits, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 from .logging_ext import logging_routes
@@ -63,6 +66,11 @@ class OipRoutes:
         self.limits = Limits.from_settings(context.settings)
         binary = context.codecs.get(DIALECT, BINARY_CODEC)
         self.binary: RestCodec | None = binary if isinstance(binary, RestCodec) else None
+        self.regions = Regions(context)
+        # Codecs written before regions existed take six arguments: keep serving them.
+        self.binary_reads_regions = self.binary is not None and (
+            "read_region" in inspect.signature(self.binary.decode).parameters
+        )
 
     async def server_metadata(self, request: HttpRequest) -> HttpReply:
         return _json(self.dataplane.server_metadata())
@@ -99,9 +107,15 @@ class OipRoutes:
         """
         try:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
+            placement = self.regions.bind_outputs(inference)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
-        response = await self.dataplane.infer(inference)
+        try:
+            response = await self.dataplane.infer(inference)
+        except DecoupledModel as error:  # Triton's words name the endpoint
+            raise error.at_endpoint("HTTP end point") from None
+        if placement is not None:
+            response = placement.place(response)
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
         else:
@@ -114,7 +128,9 @@ class OipRoutes:
 
     def _decode(self, body: Any, header_length: str | None, model: str, version: str) -> Any:
         if header_length is None:
-            return parse_request(load_json(body), model, version, self.limits)
+            return parse_request(
+                load_json(body), model, version, self.limits, read_region=self.regions.read_input
+            )
         return self._decode_binary(body, header_length, model, version)
 
     def _decode_binary(self, body: bytes | bytearray, header_length: str, model: str, version: str) -> Any:
@@ -129,7 +145,11 @@ class OipRoutes:
         if not 0 <= length <= len(body):
             raise InvalidArgument(f"inference header size should be in range (0, {len(body)}), got: {length}")
         config = self.dataplane.model_config(model, version)
-        return self.binary.decode(body, length, model, version, config, self.limits)
+        if not self.binary_reads_regions:
+            return self.binary.decode(body, length, model, version, config, self.limits)
+        return self.binary.decode(
+            body, length, model, version, config, self.limits, read_region=self.regions.read_input
+        )
 
 
 def _model(request: HttpRequest) -> tuple[str, str]:
@@ -141,17 +161,18 @@ def _model(request: HttpRequest) -> tuple[str, str]:
 def oip_routes(context: ServerContext) -> list[HttpRoute]:
     routes = OipRoutes(context)
     declared = [
-        HttpRoute(("GET",), "/v2", routes.server_metadata),
-        HttpRoute(("GET",), "/v2/health/live", routes.live),
-        HttpRoute(("GET",), "/v2/health/ready", routes.ready),
-        HttpRoute(("GET",), "/v2/models/stats", routes.statistics),
+        HttpRoute(("GET",), "/v2", routes.server_metadata, category="metadata"),
+        HttpRoute(("GET",), "/v2/health/live", routes.live, category="health"),
+        HttpRoute(("GET",), "/v2/health/ready", routes.ready, category="health"),
+        HttpRoute(("GET",), "/v2/models/stats", routes.statistics, category="statistics"),
     ]
     for prefix in (MODEL, VERSIONED):
         declared += [
-            HttpRoute(("GET",), prefix, routes.model_metadata),
-            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready),
-            HttpRoute(("GET",), f"{prefix}/config", routes.model_config),
-            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics),
-            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model"),
+            HttpRoute(("GET",), prefix, routes.model_metadata, category="metadata"),
+            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready, category="health"),
+            HttpRoute(("GET",), f"{prefix}/config", routes.model_config, category="model-config"),
+            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics, category="statistics"),
+            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model",
+                      category="inference"),
         ]
-    return declared + logging_routes()
+    return declared + logging_routes(context.broadcast)

@@ -11,6 +11,7 @@ client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -20,6 +21,9 @@ from google.protobuf import json_format
 
 from modelplatform import (
     DataPlane,
+    DecoupledModel,
+    InferenceRequest,
+    InvalidArgument,
     Limits,
     ModelPlatformError,
     ServerContext,
@@ -29,12 +33,17 @@ from modelplatform import (
 )
 
 from ..protos import grpc_service_pb2 as pb
-from .logging_ext import log_settings_rpc
-from .tensors import decode_request, encode_response
+from ..regions import Regions
+from .logging_ext import LogSettingsRpc
+from .tensors import decode_request, encode_response, encode_response_bytes
+from .wire import InferCall, read_infer_request
 
 SERVICE = "inference.GRPCInferenceService"
 #: Stream requests in flight at once per stream; the reader waits beyond this.
 STREAM_WINDOW = 64
+#: Triton's stream parameters: the client's opt-in, and the flag on every streamed response.
+EMPTY_FINAL = "triton_enable_empty_final_response"
+FINAL_RESPONSE = "triton_final_response"
 
 log = structlog.get_logger("modelplatform_oip.grpc")
 Handler = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
@@ -46,6 +55,7 @@ class OipService:
     def __init__(self, context: ServerContext) -> None:
         self.dataplane: DataPlane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
+        self.regions = Regions(context)
 
     async def server_live(
         self, request: pb.ServerLiveRequest, context: Any
@@ -97,19 +107,33 @@ class OipService:
             ignore_unknown_fields=True,  # instance_stats has no field in Triton's proto
         )
 
-    async def model_infer(
-        self, request: pb.ModelInferRequest, context: Any
-    ) -> pb.ModelInferResponse:
-        inference = decode_request(request, self.limits)
-        return encode_response(await self.dataplane.infer(inference))
+    async def model_infer(self, call: InferCall, context: Any) -> bytes:
+        """Tensors stay views of the received bytes and are copied once into the reply (wire.py);
+        outputs bound to shared-memory regions are written there."""
+        inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
+        placement = self._placement(inference)
+        try:
+            response = await self.dataplane.infer(inference)
+        except DecoupledModel as error:  # Triton's words name the RPC
+            raise error.at_endpoint("ModelInfer RPC") from None
+        if placement is not None:
+            response = placement.place(response)
+        return encode_response_bytes(response)
+
+    def _placement(self, inference: InferenceRequest) -> Any:
+        """Where outputs bound to shared-memory regions go (None: nowhere special)."""
+        try:
+            return self.regions.bind_outputs(inference)
+        except ModelPlatformError as error:
+            raise error.naming_model(inference.model_name) from None
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
     ) -> None:
-        """One response per request, in completion order; errors go in ``error_message``.
+        """Every response of each request (decoupled models: several), in completion order.
 
-        The call's deadline bounds every request of the stream (each task
-        copies it from this one's context).
+        Errors go in ``error_message``. The call's deadline bounds every
+        request of the stream (each task copies it from this one's context).
         """
         window = asyncio.Semaphore(STREAM_WINDOW)
         write_lock = asyncio.Lock()
@@ -134,26 +158,64 @@ class OipService:
         window: asyncio.Semaphore,
         write_lock: asyncio.Lock,
     ) -> None:
+        async def write(reply: pb.ModelStreamInferResponse) -> None:
+            async with write_lock:
+                await context.write(reply)
+
         try:
             try:
-                inference = decode_request(request, self.limits)
-                reply = pb.ModelStreamInferResponse(
-                    infer_response=encode_response(await self.dataplane.infer(inference))
-                )
+                inference = decode_request(request, self.limits, self.regions.read_input)
+                await self._stream_responses(inference, write)
             except ModelPlatformError as error:
                 if not counted_in_call():  # refused while decoding: no edge sees a stream's errors
                     self.dataplane.count_refused(request.model_name)
-                reply = pb.ModelStreamInferResponse(error_message=error.message)
+                await write(pb.ModelStreamInferResponse(error_message=error.message))
             except Exception as error:  # noqa: BLE001 - one request fails alone
                 log.error("stream_request_failed", error=type(error).__name__)
-                reply = pb.ModelStreamInferResponse(error_message=f"internal error: {error}")
-            async with write_lock:
-                await context.write(reply)
+                await write(pb.ModelStreamInferResponse(error_message=f"internal error: {error}"))
         finally:
             window.release()
 
+    async def _stream_responses(
+        self, inference: InferenceRequest, write: Callable[[Any], Awaitable[None]]
+    ) -> None:
+        """Write each response flagged ``triton_final_response``; then, when the client
+        asked with ``triton_enable_empty_final_response`` and no response carried the
+        final flag, an empty final one (Triton's rules, protocol-notes A9)."""
+        empty_final = final_flag_wanted(inference)
+        placement = self._placement(inference)
+        final = False
+        async with contextlib.aclosing(self.dataplane.stream(inference)) as responses:
+            async for response in responses:
+                final = response.final
+                if placement is not None:
+                    response = placement.place(response)
+                await write(stream_reply(encode_response(response), final))
+        if empty_final and not final:
+            empty = pb.ModelInferResponse(
+                model_name=inference.model_name,
+                model_version=inference.model_version,
+                id=inference.id,
+            )
+            await write(stream_reply(empty, True))
 
-def model_named(request: pb.ModelInferRequest) -> str:
+
+def final_flag_wanted(inference: InferenceRequest) -> bool:
+    """Take Triton's ``triton_enable_empty_final_response`` off the request (no model sees it)."""
+    wanted = inference.parameters.pop(EMPTY_FINAL, False)
+    if not isinstance(wanted, bool):
+        raise InvalidArgument(
+            f"invalid value type for '{EMPTY_FINAL}' parameter, expected bool_param."
+        )
+    return wanted
+
+
+def stream_reply(message: pb.ModelInferResponse, final: bool) -> pb.ModelStreamInferResponse:
+    message.parameters[FINAL_RESPONSE].bool_param = final
+    return pb.ModelStreamInferResponse(infer_response=message)
+
+
+def model_named(request: pb.ModelInferRequest | InferCall) -> str:
     """The model a ModelInfer request names (its refusals are counted under it)."""
     return request.model_name
 
@@ -187,12 +249,18 @@ def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
         "ModelStatistics": unary_method(
             service.model_statistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
         ),
-        "ModelInfer": unary_method(service.model_infer, pb.ModelInferRequest, pb.ModelInferResponse),
+        "ModelInfer": grpc.unary_unary_rpc_method_handler(
+            grpc_guard(service.model_infer),
+            request_deserializer=read_infer_request,
+            response_serializer=None,  # the handler answers serialised bytes
+        ),
         "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
             service.model_stream_infer,
             request_deserializer=pb.ModelInferRequest.FromString,
             response_serializer=pb.ModelStreamInferResponse.SerializeToString,
         ),
-        "LogSettings": unary_method(log_settings_rpc, pb.LogSettingsRequest, pb.LogSettingsResponse),
+        "LogSettings": unary_method(
+            LogSettingsRpc(context.broadcast).answer, pb.LogSettingsRequest, pb.LogSettingsResponse
+        ),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

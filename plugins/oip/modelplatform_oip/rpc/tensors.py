@@ -1,11 +1,16 @@
 """ModelInferRequest/Response <-> InferenceRequest/Response.
 
 Inputs come in ``raw_input_contents`` (what tritonclient always sends; decoded
-with ``np.frombuffer``, no copy) or in typed ``contents``; outputs always go
-back raw. Every client-sent size is checked before anything is allocated.
+with ``np.frombuffer``, no copy), in typed ``contents``, or in a shared-memory
+region their parameters name (then they have no raw entry: the raw entries
+belong, in order, to the other inputs). Outputs always go back raw; one
+written into a region has an empty raw entry, as Triton answers. Every
+client-sent size is checked before anything is allocated.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -22,8 +27,10 @@ from modelplatform import (
 )
 
 from ..protos import grpc_service_pb2 as pb
-from ..raw import raw_array, raw_bytes
+from ..raw import raw_array, raw_bytes, raw_view
+from ..regions import REGION, RegionReader, in_region
 from . import parameters
+from .wire import write_infer_response
 
 #: Typed contents field for each datatype (FP16/BF16 have none: raw only).
 TYPED_FIELD: dict[str, str] = {
@@ -42,22 +49,43 @@ TYPED_FIELD: dict[str, str] = {
 }
 
 
-def decode_request(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
-    """The request as the core's; a decoding error names the model and the input."""
+def decode_request(
+    message: pb.ModelInferRequest,
+    limits: Limits,
+    read_region: RegionReader | None = None,
+    raw: Sequence[bytes | memoryview] | None = None,
+) -> InferenceRequest:
+    """The request as the core's; a decoding error names the model and the input.
+
+    ``read_region`` resolves inputs in shared-memory regions; ``raw``: the raw
+    inputs when they were kept out of ``message`` (wire.py), by default the
+    message's own ``raw_input_contents``.
+    """
     try:
-        return _decode(message, limits)
+        return _decode(message, limits, read_region, message.raw_input_contents if raw is None else raw)
     except InvalidArgument as error:
         raise error.naming_model(message.model_name) from None
 
 
-def _decode(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
-    raw = message.raw_input_contents
-    if raw and len(raw) != len(message.inputs):
+def _decode(
+    message: pb.ModelInferRequest,
+    limits: Limits,
+    read_region: RegionReader | None,
+    raw: Sequence[bytes | memoryview],
+) -> InferenceRequest:
+    shared = [REGION in item.parameters for item in message.inputs]
+    in_memory = len(shared) - sum(shared)
+    if raw and len(raw) != in_memory:
         raise InvalidArgument(
-            f"raw_input_contents has {len(raw)} entries for {len(message.inputs)} inputs"
+            f"raw_input_contents has {len(raw)} entries for {in_memory} inputs"
+            + (" not in shared memory" if in_memory != len(shared) else "")
         )
+    entries = iter(raw)
     inputs = [
-        _input(item, raw[i] if raw else None, limits) for i, item in enumerate(message.inputs)
+        _region_input(item, limits, read_region)
+        if shared[i]
+        else _input(item, next(entries) if raw else None, limits)
+        for i, item in enumerate(message.inputs)
     ]
     outputs = [
         RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in message.outputs
@@ -73,7 +101,7 @@ def _decode(message: pb.ModelInferRequest, limits: Limits) -> InferenceRequest:
 
 
 def _input(
-    item: pb.ModelInferRequest.InferInputTensor, raw: bytes | None, limits: Limits
+    item: pb.ModelInferRequest.InferInputTensor, raw: bytes | memoryview | None, limits: Limits
 ) -> Tensor:
     name, datatype, shape = item.name, item.datatype, list(item.shape)
     if datatype not in DATATYPES:
@@ -88,6 +116,21 @@ def _input(
     return Tensor(
         name, datatype, tuple(shape), array.reshape(shape), parameters.from_proto(item.parameters)
     )
+
+
+def _region_input(
+    item: pb.ModelInferRequest.InferInputTensor, limits: Limits, read_region: RegionReader | None
+) -> Tensor:
+    name, datatype, shape = item.name, item.datatype, list(item.shape)
+    if datatype not in DATATYPES:
+        raise InvalidArgument(f"input '{name}': unknown datatype '{datatype}'")
+    if item.HasField("contents"):
+        raise InvalidArgument(f"input '{name}': contents and '{REGION}' are both set")
+    if read_region is None:
+        raise InvalidArgument(f"input '{name}': shared memory regions are not served here")
+    params = parameters.from_proto(item.parameters)
+    array = read_region(name, datatype, shape, params, limits)
+    return Tensor(name, datatype, tuple(shape), array.reshape(shape), params)
 
 
 def _typed_array(
@@ -112,11 +155,24 @@ def _typed_array(
 
 
 def encode_response(response: InferenceResponse) -> pb.ModelInferResponse:
+    """The response as a message (what a stream embeds); an output written into a
+    shared-memory region has an empty entry, as Triton sends it."""
+    message = _response_metadata(response)
+    message.raw_output_contents.extend(b"" if in_region(t) else raw_bytes(t) for t in response.outputs)
+    return message
+
+
+def encode_response_bytes(response: InferenceResponse) -> bytes:
+    """The serialised response, each output's bytes copied once (wire.py)."""
+    raw = [b"" if in_region(t) else raw_view(t) for t in response.outputs]
+    return write_infer_response(_response_metadata(response), raw)
+
+
+def _response_metadata(response: InferenceResponse) -> pb.ModelInferResponse:
     message = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
     )
     parameters.to_proto(response.parameters, message.parameters)
     for tensor in response.outputs:
         message.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
-    message.raw_output_contents.extend(raw_bytes(t) for t in response.outputs)
     return message

@@ -20,6 +20,12 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
             protocol=PROTOCOL,
             inference_methods=dict.fromkeys(("Predict", "Classify", "Regress"), model_named)
             | {"MultiInference": first_task_model},
+            categories=dict.fromkeys(("Predict", "Classify", "Regress", "MultiInference"), "inference")
+            | {"GetModelMetadata": "metadata"},
         ),
-        GrpcService("tensorflow.serving.ModelService", add_model_service, protocol=PROTOCOL),
+        # Reloading the model config changes what is served, as the repository API does.
+        GrpcService(
+            "tensorflow.serving.ModelService", add_model_service, protocol=PROTOCOL,
+            categories={"GetModelStatus": "metadata", "HandleReloadConfigRequest": "model-repository"},
+        ),
     ]

@@ -119,13 +119,17 @@ def _classifications(results: list[Classification]) -> str:
 
 def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TfRoutes(context)
-    declared = [HttpRoute(("GET",), "/v1/models", routes.all_models, ignore_case=True)]
+    declared = [HttpRoute(("GET",), "/v1/models", routes.all_models, ignore_case=True, category="metadata")]
     for servable in SERVABLES:
         path = f"/v1/models/{servable}"
         declared += [
-            HttpRoute(("POST",), f"{path}:{VERBS}", routes.post, hot=True, ignore_case=True, model_param="model"),
-            HttpRoute(("GET",), path, routes.status, ignore_case=True),
-            HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True),
+            HttpRoute(("POST",), f"{path}:{VERBS}", routes.post, hot=True, ignore_case=True, model_param="model",
+                      category="inference"),
+            HttpRoute(("GET",), path, routes.status, ignore_case=True, category="metadata"),
+            HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True, category="metadata"),
         ]
-    declared.append(HttpRoute(ANY_METHOD, "/v1/{path:path}", routes.other, ignore_case=True))
+    # Every other /v1 path answers TF Serving's own "not found" shape: metadata, like /v1/models.
+    declared.append(
+        HttpRoute(ANY_METHOD, "/v1/{path:path}", routes.other, ignore_case=True, category="metadata")
+    )
     return declared

@@ -1,0 +1,1 @@
+"""Triton's generate extension: JSON in, flattened JSON or Server-Sent Events out."""

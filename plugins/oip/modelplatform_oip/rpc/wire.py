@@ -1,0 +1,118 @@
+"""ModelInfer's bytes on the wire, read and written around protobuf's copies of the tensors.
+
+protobuf copies a ``bytes`` field when it parses a message, again when
+Python reads the field, and the encoder grows its buffer (copying) while it
+writes a large one: for a 16 MiB tensor that was most of a gRPC call's time.
+Here the tensors stay where they are: a large request is walked field by
+field at the top level only, its ``raw_input_contents`` (field 7) become
+views over the received bytes and everything else (names, shapes,
+parameters: small) is parsed by protobuf as usual; a response is its
+metadata serialised by protobuf followed by each ``raw_output_contents``
+entry (field 6) framed by hand, joined with one copy of each tensor.
+Protobuf accepts fields in any order and a repeated field's entries
+wherever they come, so both are the messages Triton's proto describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..protos import grpc_service_pb2 as pb
+
+#: Below this size protobuf's own parse is as cheap as walking the fields.
+WALK_FROM_BYTES = 64 * 1024
+#: ModelInferRequest.raw_input_contents and ModelInferResponse.raw_output_contents.
+RAW_INPUT_FIELD = 7
+RAW_OUTPUT_KEY = bytes([(6 << 3) | 2])
+_LENGTH_DELIMITED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class InferCall:
+    """A ModelInfer request: its message without the raw inputs, and the raw inputs."""
+
+    message: pb.ModelInferRequest
+    raw: Sequence[bytes | memoryview]
+
+    @property
+    def model_name(self) -> str:
+        return self.message.model_name
+
+
+def read_infer_request(data: bytes) -> InferCall:
+    """The request in ``data``; a malformed message raises protobuf's DecodeError as before."""
+    if len(data) >= WALK_FROM_BYTES:
+        walked = _walk(data)
+        if walked is not None:
+            rest, raw = walked
+            return InferCall(pb.ModelInferRequest.FromString(rest), raw)
+    message = pb.ModelInferRequest.FromString(data)
+    return InferCall(message, message.raw_input_contents)
+
+
+def write_infer_response(metadata: pb.ModelInferResponse, raw: Sequence[bytes | memoryview]) -> bytes:
+    """``metadata`` (no raw outputs set) followed by one raw_output_contents entry per tensor."""
+    parts: list[bytes | memoryview] = [metadata.SerializeToString()]
+    for contents in raw:
+        parts += (RAW_OUTPUT_KEY, _varint(_length(contents)), contents)
+    return b"".join(parts)
+
+
+def _length(contents: bytes | memoryview) -> int:
+    return contents.nbytes if isinstance(contents, memoryview) else len(contents)
+
+
+def _walk(data: bytes) -> tuple[bytes, list[memoryview]] | None:
+    """(every field but the raw inputs, the raw inputs as views); None when not well formed."""
+    view = memoryview(data)
+    rest: list[memoryview] = []
+    raw: list[memoryview] = []
+    position, end = 0, len(data)
+    while position < end:
+        start = position
+        key, position = _read_varint(data, position)
+        if position < 0:
+            return None
+        field, wire_type = key >> 3, key & 7
+        if wire_type == _LENGTH_DELIMITED:
+            length, position = _read_varint(data, position)
+            if position < 0 or length > end - position:
+                return None
+            if field == RAW_INPUT_FIELD:
+                raw.append(view[position : position + length])
+            position += length
+        elif wire_type == 0:
+            _, position = _read_varint(data, position)
+        elif wire_type in (1, 5):
+            position += 8 if wire_type == 1 else 4
+        else:
+            return None  # groups (never in this message) or garbage: protobuf says what is wrong
+        if position < 0 or position > end:
+            return None
+        if field != RAW_INPUT_FIELD:
+            rest.append(view[start:position])
+    return b"".join(rest), raw
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """(value, next position); position -1 when the varint runs past the end or is too long."""
+    value = shift = 0
+    end = min(len(data), position + 10)
+    while position < end:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return 0, -1
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

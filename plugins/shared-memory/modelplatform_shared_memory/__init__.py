@@ -1,0 +1,1 @@
+"""modelplatform-shared-memory: Triton's system and CUDA shared-memory extensions."""
