@@ -35,6 +35,7 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only tls --repeat 5"
     make bench BENCH_ARGS="--only shm"
     make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer) and bare grpc.aio
+    make bench BENCH_ARGS="--only pipelines"
 
 The "shm" rows (shm_rows.py) measure identity_fp32 at 1, 16 and 64 MiB
 over HTTP binary and gRPC, then the same with system shared memory for the
@@ -47,6 +48,10 @@ The "peer" rows (peer.py) measure `simple` and `identity_fp32` over gRPC
 against our server, Triton's own server (when `make triton-peer` installed
 it) and a bare grpc.aio echo server, round after round, all serving the same
 python-backend model files; they print a table of their own.
+
+The "pipelines" rows (benchmarks/pipelines.py) time a nested model call (BLS)
+against calling the inner model directly, in process, and a two-step ensemble
+against the two calls a client would make instead.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from pathlib import Path
 
 import grpc
 import peer
+import pipelines
 import rest_dialects
 import shm_rows
 import wrk
@@ -257,8 +263,11 @@ def main() -> None:
     if peer_rows:
         peer.print_peer_table(peer_results)
         results += peer_results
+    pipeline_rows = pipelines.rows() if args.only in PIPELINES_LABEL else []
+    if pipeline_rows:
+        pipelines.print_rows(pipeline_rows)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps(results + pipeline_rows, indent=2))
 
 
 def measure_peer(scenario: peer.PeerScenario, grpc_url: str) -> float:
@@ -309,6 +318,7 @@ def measure_rest_round(
     return rows
 
 
+PIPELINES_LABEL = "pipelines (nested calls, ensembles)"
 METRICS_SCENARIO = Scenario("simple http-json c8", "simple", "http-json", 8)
 
 

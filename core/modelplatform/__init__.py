@@ -60,7 +60,7 @@ from .errors import (
 )
 from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
 from .logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
-from .model_config import ModelConfig, TensorSpec
+from .model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
 from .models import IndexEntry
 from .observing import RequestObserver, RequestScope, counted_in_call
 from .plugins import hookimpl
@@ -97,6 +97,8 @@ __all__ = [
     "DataPlane",
     "DeadlineExceeded",
     "DecoupledModel",
+    "EnsembleScheduling",
+    "EnsembleStep",
     "ErrorCode",
     "ExecuteResult",
     "GrpcService",

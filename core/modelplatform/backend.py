@@ -15,11 +15,14 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from .errors import InvalidArgument, ModelPlatformError, PluginError, Unsupported
 from .inference import InferenceRequest, InferenceResponse
 from .model_config import ModelConfig
+
+if TYPE_CHECKING:
+    from .dataplane import DataPlane
 
 ExecuteResult = list[InferenceResponse | ModelPlatformError]
 
@@ -81,6 +84,10 @@ class Backend(ABC):
     platforms: ClassVar[tuple[str, ...]] = ()
     #: Files whose presence in a version folder implies this backend.
     model_files: ClassVar[tuple[str, ...]] = ()
+    #: True when ``execute`` may run for many requests at once on one instance (it only
+    #: awaits other models, as an ensemble does): the scheduler then never makes a
+    #: request wait for the instance to be idle.
+    concurrent: ClassVar[bool] = False
 
     def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
         self.config = config
@@ -88,6 +95,10 @@ class Backend(ABC):
         self.instance_index = instance_index
         #: Marks ``execute`` may set to split its time (see :class:`PhaseClock`).
         self.phases = PhaseClock()
+        #: The server's DataPlane, set before ``load()``: what a backend calls to run
+        #: other models (ensembles, BLS) with their own scheduling and statistics.
+        #: None in a process that serves no DataPlane (a process instance's child).
+        self.dataplane: DataPlane | None = None
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

@@ -26,6 +26,8 @@ from .model_config import (
     CONFIG_FILE,
     DEFAULT_QUEUE_SIZE,
     DynamicBatching,
+    EnsembleScheduling,
+    EnsembleStep,
     InstanceGroup,
     ModelConfig,
     ModelWarmup,
@@ -47,6 +49,7 @@ _INT64_FIELDS = frozenset(
         "priority_levels",
         "default_priority_level",
         "default_timeout_microseconds",
+        "model_version",
     }
 )
 
@@ -205,6 +208,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         default_model_filename=proto.default_model_filename,
         instance_group=groups,
         model_warmup=tuple(_warmup(proto, i, w) for i, w in enumerate(proto.model_warmup)),
+        ensemble_scheduling=_ensemble(proto),
         document=_as_dict(proto, defaults=True),
     )
 
@@ -279,6 +283,25 @@ def _inside_folder(relative: str) -> bool:
     if not relative or relative.startswith("/") or "\0" in relative:
         return False
     return ".." not in parts
+
+
+def _ensemble(proto: pb.ModelConfig) -> EnsembleScheduling | None:
+    """The steps as written; how they wire together is checked when the ensemble loads."""
+    is_ensemble = proto.platform == "ensemble"
+    if not proto.HasField("ensemble_scheduling"):
+        if is_ensemble:
+            raise InvalidArgument(f"model '{proto.name}': an ensemble needs ensemble_scheduling")
+        return None
+    if not is_ensemble:
+        raise InvalidArgument(
+            f"model '{proto.name}': ensemble_scheduling is only for platform \"ensemble\""
+        )
+    scheduling = proto.ensemble_scheduling
+    steps = tuple(
+        EnsembleStep(s.model_name, s.model_version, dict(s.input_map), dict(s.output_map))
+        for s in scheduling.step
+    )
+    return EnsembleScheduling(steps, scheduling.max_inflight_requests)
 
 
 def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:

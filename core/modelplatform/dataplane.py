@@ -199,9 +199,13 @@ class DataPlane:
             raise
         await self._models.load(name, override)
 
-    async def unload(self, name: str) -> None:
-        """Unload every version of ``name`` once its requests in flight have finished."""
-        await self._models.unload(name)
+    async def unload(self, name: str, *, unload_dependents: bool = False) -> None:
+        """Unload every version of ``name`` once its requests in flight have finished.
+
+        ``unload_dependents`` unloads the ensembles whose steps call ``name``
+        first; without it their requests in flight finish before ``name`` goes.
+        """
+        await self._models.unload(name, dependents=unload_dependents)
 
     # ---- statistics ----
 

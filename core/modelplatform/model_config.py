@@ -104,6 +104,30 @@ class ModelWarmup:
 
 
 @dataclass(frozen=True, slots=True)
+class EnsembleStep:
+    """One ``ensemble_scheduling.step``: a model to run and how its tensors are wired.
+
+    ``input_map`` maps the step model's input names to ensemble tensor names,
+    ``output_map`` its output names to ensemble tensor names (Triton's
+    direction: key is the step model's name, value the ensemble's).
+    ``model_version`` -1 means the latest READY version.
+    """
+
+    model_name: str
+    model_version: int = -1
+    input_map: dict[str, str] = field(default_factory=dict)
+    output_map: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EnsembleScheduling:
+    """Triton's ``ensemble_scheduling``; ``max_inflight_requests`` 0 means no limit per step."""
+
+    steps: tuple[EnsembleStep, ...] = ()
+    max_inflight_requests: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig:
     name: str
     platform: str = ""
@@ -119,6 +143,8 @@ class ModelConfig:
     default_model_filename: str = ""
     instance_group: tuple[InstanceGroup, ...] = ()
     model_warmup: tuple[ModelWarmup, ...] = ()
+    #: The steps of an ensemble (``platform: "ensemble"``), else None.
+    ensemble_scheduling: EnsembleScheduling | None = None
     #: The whole configuration as Triton's JSON, as read (no defaults added): what
     #: ``to_json`` answers and an RPC turns back into its proto. Read it, never change it.
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -126,6 +152,13 @@ class ModelConfig:
     @property
     def batching(self) -> bool:
         return self.max_batch_size > 0
+
+    @property
+    def composing_models(self) -> tuple[str, ...]:
+        """The models an ensemble's steps call, each once, in step order; () for other models."""
+        if self.ensemble_scheduling is None:
+            return ()
+        return tuple(dict.fromkeys(step.model_name for step in self.ensemble_scheduling.steps))
 
     def input_spec(self, name: str) -> TensorSpec | None:
         for spec in self.inputs:  # per request: a loop is cheaper than next(generator)

@@ -90,6 +90,7 @@ def compose(
     dataplane = DataPlane(
         models, settings.server_name, __version__, extensions, siblings=cluster_link
     )
+    models.bind_dataplane(dataplane)  # backends call other models through it (ensembles, BLS)
     context = ServerContext(
         settings=settings,
         codecs=codecs,

@@ -1,4 +1,4 @@
-"""platform serve fixes glibc's mmap threshold and arena count unless the operator chose (allocator.py)."""
+"""platform serve fixes glibc's mmap and trim thresholds and arena count unless the operator chose (allocator.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ PROBE = """
 import os
 from modelplatform.allocator import tune_allocator
 tune_allocator()
-print(os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_ARENA_MAX"))
+print(*(os.environ.get(name) for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_")))
 """
 
 
@@ -34,8 +34,9 @@ def test_the_server_settings_are_applied_and_exported_for_workers():
 
 
 def test_an_operators_own_setting_is_kept():
-    assert probe(MALLOC_ARENA_MAX="4") == [str(1 << 20), "4"]
-    assert probe(MALLOC_MMAP_THRESHOLD_="65536") == ["65536", "2"]
+    assert probe(MALLOC_ARENA_MAX="4") == [str(1 << 20), "4", str(64 << 20)]
+    assert probe(MALLOC_MMAP_THRESHOLD_="65536") == ["65536", "2", str(64 << 20)]
+    assert probe(MALLOC_TRIM_THRESHOLD_="131072") == [str(1 << 20), "2", "131072"]
 
 
 def test_the_values_are_ones_glibc_accepts():

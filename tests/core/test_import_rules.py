@@ -29,7 +29,10 @@ from tests.conftest import ROOT
 CORE = ROOT / "core" / "modelplatform"
 PLUGINS = ROOT / "plugins"
 #: What one plugin may import of another: its published extension API.
-PUBLISHED = {"modelplatform_oip": re.compile(r"modelplatform_oip\.(api|protos(\..+)?)$")}
+PUBLISHED = {
+    "modelplatform_oip": re.compile(r"modelplatform_oip\.(api|protos(\..+)?)$"),
+    "modelplatform_ensemble": re.compile(r"modelplatform_ensemble\.api$"),  # the pipeline engine (grps DAG)
+}
 GENERATED = re.compile(r"_pb2(_grpc)?\.pyi?$")
 NEUTRAL = ["inference", "dataplane", "models", "scheduling", "backend", "errors", "dtypes",
            "validation", "stats"]  # fmt: skip

@@ -79,3 +79,10 @@ def test_a_broken_file_keeps_the_previous_certificate(pem: dict[str, str]) -> No
     Path(pem["s.key"]).write_bytes(Path(pem["m.key"]).read_bytes())
     assert listener.changed() and listener.reload()
     assert listener.generation == generation + 1 and listener.pem.cert == Path(pem["m.crt"]).read_bytes()
+
+
+@pytest.mark.parametrize("mutual", [False, True])
+def test_single_port_is_refused_with_tls(pem: dict[str, str], mutual: bool) -> None:
+    with pytest.raises(InvalidArgument, match="single_port serves plain text only"):
+        resolve(env={}, overrides={**http_tls(pem, mutual), "single_port": True})
+    assert resolve(env={}, overrides={"single_port": True}).single_port

@@ -40,6 +40,8 @@ class Loader:
         self._backends = backends
         #: The plugins' warmup requests for a version (the ``warmup_requests`` hook).
         self._warmup_source = warmup_source
+        #: Handed to every backend instance before its load (ModelManager.bind_dataplane).
+        self.dataplane: Any = None
 
     async def load(self, model: ModelRecord, override: LoadOverride) -> str:
         """Load and swap in; returns the failure reason, or "" when every version loaded."""
@@ -107,7 +109,7 @@ class Loader:
             reason = cls.unavailable_reason()
             if reason:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
-            await _start_instances(mv, cls, model_dir / str(mv.version))
+            await _start_instances(mv, cls, model_dir / str(mv.version), self.dataplane)
             await warm_up(mv, model_dir, self._warmup_source)  # still LOADING: not routed to
         except Exception as error:  # noqa: BLE001 - any load failure is the model's reason
             await _stop_instances(mv)
@@ -161,9 +163,12 @@ def _record_failure(model: ModelRecord, failures: dict[int, str]) -> str:
     return reason if version == WHOLE_MODEL else f"version {version}: {reason}"
 
 
-async def _start_instances(mv: ModelVersion, cls: type[Backend], version_dir: Path) -> None:
+async def _start_instances(
+    mv: ModelVersion, cls: type[Backend], version_dir: Path, dataplane: Any
+) -> None:
     for index in range(mv.config.instance_count):
         instance = cls(mv.config, version_dir, index)
+        instance.dataplane = dataplane
         mv.instances.append(instance)
         await instance.load()
     mv.config = mv.instances[0].config  # a backend may have completed the config

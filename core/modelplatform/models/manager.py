@@ -179,12 +179,38 @@ class ModelManager:
         if reason:
             raise InvalidArgument(f"failed to load '{name}': {reason}")
 
-    async def unload(self, name: str, *, replicate: bool = True) -> None:
+    async def unload(
+        self, name: str, *, replicate: bool = True, dependents: bool = False
+    ) -> None:
+        """Unload every version of ``name`` once its requests in flight have finished.
+
+        The ensembles whose steps call ``name`` are unloaded first when
+        ``dependents`` (Triton's ``unload_dependents``); otherwise their requests
+        in flight finish first, so no pipeline loses a step half-way.
+        """
         _check_name(name)
+        for ensemble in self.dependents_of(name):
+            if dependents:
+                await self.unload(ensemble, replicate=replicate, dependents=True)
+            else:
+                await _drained(self._models[ensemble])
         with self._outcome_counted(name, ModelStats.record_unload):
             await self._unload_here(name)
         if replicate and self._replicator:
             await self._replicator.replicate("unload", name, None, [])
+
+    def dependents_of(self, name: str) -> list[str]:
+        """The serving models (ensembles) whose steps call ``name``."""
+        return [
+            other
+            for other, model in self._models.items()
+            if other != name
+            and any(v.ready and name in v.config.composing_models for v in model.versions.values())
+        ]
+
+    def bind_dataplane(self, dataplane: Any) -> None:
+        """The DataPlane every backend instance is handed before its load (composition root)."""
+        self._loader.dataplane = dataplane
 
     async def _unload_here(self, name: str) -> None:
         model = self._models.get(name)
@@ -238,6 +264,11 @@ async def _submit(
     task.add_done_callback(_retrieve)
     model.pending = (key, task)
     return await asyncio.shield(task)
+
+
+async def _drained(model: ModelRecord) -> None:
+    """Until the requests in flight on ``model``'s versions now have finished."""
+    await asyncio.gather(*(v.drain() for v in model.versions.values()))
 
 
 def _check_name(name: str) -> None:

@@ -70,7 +70,7 @@ class DirectScheduler:
                 scope.note_phases(queue_ns, input_ns, infer_ns, output_ns)
         finally:
             self._release(index, instance)
-        return _single(results)
+        return single_result(results)
 
     def pick(self) -> tuple[int, Backend]:
         return self._ring.next()
@@ -103,7 +103,7 @@ class DirectScheduler:
         self._idle.append((index, instance))
 
 
-def _single(results: Sequence[InferenceResponse | ModelPlatformError]) -> InferenceResponse:
+def single_result(results: Sequence[InferenceResponse | ModelPlatformError]) -> InferenceResponse:
     if len(results) != 1:
         raise Internal(f"backend returned {len(results)} results for 1 request")
     result = results[0]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..backend import Backend
 from ..model_config import ModelConfig
 from ..stats import ModelStats
+from .concurrent import ConcurrentScheduler
 from .direct import DirectScheduler, Scheduler
 from .dynamic import DynamicBatcher
 
@@ -14,7 +15,10 @@ from .dynamic import DynamicBatcher
 def create_scheduler(
     config: ModelConfig, instances: Sequence[Backend], stats: ModelStats
 ) -> Scheduler:
-    """Batching models with ``dynamic_batching`` get the batcher; the rest run direct."""
+    """Batching models with ``dynamic_batching`` get the batcher; the rest run direct,
+    unless their backend runs concurrent calls on one instance (an ensemble)."""
+    if instances and type(instances[0]).concurrent:
+        return ConcurrentScheduler(instances, stats)
     if config.batching and config.dynamic_batching is not None:
         return DynamicBatcher(config, instances, stats)
     return DirectScheduler(instances, stats)

@@ -8,6 +8,8 @@ from typing import Any
 
 from modelplatform import InvalidArgument, Settings
 
+from .dag import DagSpec
+
 PLUGIN = "grps"
 CTRL_MODES = ("query_param", "header_param", "body_param")
 
@@ -26,6 +28,8 @@ class GrpsOptions:
     streaming_content_type: str = "application/octet-stream"
     #: Seconds of per-second monitor history kept in memory.
     monitor_window_secs: int = 300
+    #: grps's sequential DAG (``[plugins.grps.dag]``): what predict runs when no model is named.
+    dag: DagSpec | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GrpsOptions:
@@ -37,13 +41,22 @@ class GrpsOptions:
         unknown = set(values) - set(known)
         if unknown:
             raise InvalidArgument(f"[plugins.grps]: unknown option(s) {sorted(unknown)}")
-        typed = {name: _typed(name, known[name].default, value) for name, value in values.items()}
-        options = cls(**typed)
+        plain = {name: value for name, value in values.items() if name != "dag"}
+        typed = {name: _typed(name, known[name].default, value) for name, value in plain.items()}
+        options = cls(**typed, dag=_dag(values.get("dag")))
         if options.streaming_ctrl_mode not in CTRL_MODES:
             raise InvalidArgument(f"[plugins.grps] streaming_ctrl_mode must be one of {CTRL_MODES}")
         if not 10 <= options.monitor_window_secs <= 86400:
             raise InvalidArgument("[plugins.grps] monitor_window_secs must be 10..86400")
         return options
+
+
+def _dag(value: Any) -> DagSpec | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidArgument("[plugins.grps] dag must be a table ([plugins.grps.dag])")
+    return DagSpec.from_mapping(value)
 
 
 def _typed(name: str, default: Any, value: Any) -> Any:

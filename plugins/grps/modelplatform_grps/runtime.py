@@ -13,9 +13,17 @@ from collections.abc import AsyncIterator
 
 import structlog
 
-from modelplatform import DataPlane, InferenceRequest, InferenceResponse, ServerContext, counted_in_call
+from modelplatform import (
+    DataPlane,
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    ServerContext,
+    counted_in_call,
+)
 
 from .converter import Limits, Payload, to_request
+from .dag import Dag
 from .models import choose_model
 from .monitor import Monitor
 from .options import GrpsOptions
@@ -33,6 +41,8 @@ class GrpsRuntime:
         self.limits = Limits.from_settings(context.settings)
         self.monitor = Monitor(self.options.monitor_window_secs)
         self.sampler = MonitorSampler(self.monitor, self.dataplane)
+        #: grps's default DAG: what predict runs when a request names no model.
+        self.dag = Dag(self.options.dag, self.dataplane) if self.options.dag else None
         self.online = False
         self.set_online(self.options.start_online)
 
@@ -52,9 +62,19 @@ class GrpsRuntime:
     # ---- inference ----
 
     def decode(self, payload: Payload, payload_model: str, query_model: str) -> InferenceRequest:
+        if self.dag is not None and not (payload_model or query_model):
+            return self._dag_request(payload)
         name, version = choose_model(payload_model, query_model, self.options.default_model)
         config = self.dataplane.model_config(name, version)
         return to_request(payload, name, version, config, self.limits)
+
+    def _dag_request(self, payload: Payload) -> InferenceRequest:
+        """Decoded against the DAG's first model, marked for :meth:`infer` to run the DAG."""
+        name, version = self.dag.first_model()  # type: ignore[union-attr]
+        config = self.dataplane.model_config(name, version)
+        request = to_request(payload, name, version, config, self.limits)
+        return DagRequest(request.model_name, request.inputs, request.model_version,
+                          request.id, request.parameters, request.outputs)
 
     def refused(self, model: str) -> None:
         """A request answered with a failure: counted as a refusal of ``model`` (or of model
@@ -63,16 +83,26 @@ class GrpsRuntime:
             self.dataplane.count_refused(model)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        if type(request) is DagRequest:
+            return await self.dag.run(request)  # type: ignore[union-attr]
         return await self.dataplane.infer(request)
 
     @contextlib.asynccontextmanager
     async def stream(self, request: InferenceRequest) -> AsyncIterator[AsyncIterator[InferenceResponse]]:
         """The model's responses; closed on exit, so a gone client stops the model."""
+        if type(request) is DagRequest:
+            raise InvalidArgument("the grps DAG answers one response: name a model to stream")
         responses = self.dataplane.stream(request)
         try:
             yield responses
         finally:
             await responses.aclose()  # type: ignore[attr-defined]
+
+
+class DagRequest(InferenceRequest):
+    """A request for the DAG (no model named), decoded against its first model."""
+
+    __slots__ = ()
 
 
 def runtime(context: ServerContext) -> GrpsRuntime:

@@ -5,8 +5,9 @@ Contract for ``<model>/<version>/model.py``::
     import numpy as np
 
     class Model:
-        def load(self, config, version_dir):          # optional; sync or async
-            self.offset = 3.0
+        def load(self, config, version_dir, models):  # optional; sync or async
+            self.offset = 3.0                          # (takes the first 0-3 arguments)
+            self.models = models                       # calls other models (bls.ModelCalls)
 
         def infer(self, inputs):                       # required; sync or async
             # inputs: dict of input name -> numpy array (BYTES: object array of bytes)
@@ -58,6 +59,8 @@ from modelplatform import (
     Unavailable,
 )
 
+from . import bls
+from .bls import ModelCalls
 from .kinds import PROCESS, instance_kind
 from .limits import PythonOptions, process_limits, refuse_limits_for_threads
 from .loader import import_model_module
@@ -111,9 +114,18 @@ class PythonBackend(Backend):
             return ProcessRunner(config, version_dir, index, process_limits(config, self.options))
         refuse_limits_for_threads(config)
         module = await asyncio.to_thread(import_model_module, version_dir)
+        calls = self._model_calls()
         if getattr(module, "TritonPythonModel", None) is not None:
             return TritonRunner(module, config, version_dir, index)
-        return ThreadRunner(module, config, version_dir, index)
+        return ThreadRunner(module, config, version_dir, index, calls)
+
+    def _model_calls(self) -> ModelCalls | None:
+        """How this instance's model calls other models (BLS); pb_utils finds it bound."""
+        if self.dataplane is None:
+            return None
+        calls = ModelCalls(self.dataplane, asyncio.get_running_loop())
+        bls.bind(calls)
+        return calls
 
 
 class _NotLoaded:

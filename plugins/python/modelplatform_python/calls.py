@@ -20,6 +20,7 @@ libraries), see docs/backends/python.md.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,31 @@ _WEIGHT = 0.125
 _PROBES = 4
 
 
+class NeedsThread(BaseException):  # noqa: N818 - not an error: a request to move
+    """Raised by a blocking call (a nested model call, bls.py) made inline on the loop.
+
+    A BaseException so user code's ``except Exception`` does not swallow it:
+    the caller catches it, keeps the instance on its thread from then on, and
+    runs the call again there.
+    """
+
+
+_state = threading.local()
+#: Whether a model's call is running inline on the event loop right now.
+_inline = False
+
+
+def inline_call_running() -> bool:
+    return _inline
+
+
+def keep_on_thread() -> None:
+    """The model running on this thread blocks on other models: never run it inline."""
+    caller = getattr(_state, "caller", None)
+    if caller is not None:
+        caller.pinned = True
+
+
 class InstanceCaller:
     """Runs one model instance's synchronous calls, inline or on its own thread."""
 
@@ -45,24 +71,41 @@ class InstanceCaller:
         self._average_ns = float("inf")
         self._probes = 0
         self._executor: ThreadPoolExecutor | None = None
+        #: Set once the model blocked on a nested call: it stays on its thread.
+        self.pinned = False
 
     @property
     def inline(self) -> bool:
         """Whether the next call runs on the event loop."""
-        return self._probes >= _PROBES and self._average_ns <= self._budget_ns
+        return not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
         if self.inline:
-            return self._timed(function, *args)
+            try:
+                return self._inline(function, *args)
+            except NeedsThread:
+                self.pinned = True  # and run it again below, where it may block
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix=self._name)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._timed, function, *args)
+        return await loop.run_in_executor(self._executor, self._on_thread, function, *args)
 
     def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
+
+    def _inline(self, function: Callable[..., T], *args: Any) -> T:
+        global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
+        _inline = True
+        try:
+            return self._timed(function, *args)
+        finally:
+            _inline = False
+
+    def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
+        _state.caller = self
+        return self._timed(function, *args)
 
     def _timed(self, function: Callable[..., T], *args: Any) -> T:
         started = time.perf_counter_ns()

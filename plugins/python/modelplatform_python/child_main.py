@@ -22,8 +22,9 @@ from modelplatform import ModelConfig, Unsupported
 
 from .child_wire import OK, PICKLE_PROTOCOL, UNLOAD, Reply, error_reply
 from .kinds import INSTANCE_KIND, PROCESS
+from .bls import CallsRefused
 from .loader import import_model_module, model_class
-from .usercode import call_flexibly
+from .usercode import call_flexibly, taken
 
 
 def serve(conn: Connection, config: ModelConfig, version_dir: Path) -> None:
@@ -56,7 +57,8 @@ def _load(loop: asyncio.AbstractEventLoop, config: ModelConfig, version_dir: Pat
     if getattr(found, "http", None) is not None:
         raise _refused(config, "an http() method")
     model = found()
-    _run(loop, getattr(model, "load", None), config, version_dir)
+    no_calls = CallsRefused(config.name)  # no DataPlane in this process: no BLS
+    _run(loop, getattr(model, "load", None), config, version_dir, no_calls)
     return model
 
 
@@ -103,7 +105,7 @@ def _run(loop: asyncio.AbstractEventLoop, method: Any, *args: Any) -> None:
     if method is None:
         return
     if inspect.iscoroutinefunction(method):
-        loop.run_until_complete(method(*args))
+        loop.run_until_complete(method(*taken(method, args)))
     else:
         call_flexibly(method, *args)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, ModelConfig, RawResponse
 
+from .bls import ModelCalls
 from .calls import InstanceCaller
 from .infer_runner import Infer, InferRunner
 from .loader import forget_module, model_class
@@ -32,9 +33,16 @@ class ThreadRunner(InferRunner):
     """One ``Model`` instance living in the server process."""
 
     def __init__(
-        self, module: ModuleType, config: ModelConfig, version_dir: Path, instance: int
+        self,
+        module: ModuleType,
+        config: ModelConfig,
+        version_dir: Path,
+        instance: int,
+        calls: ModelCalls | None = None,
     ) -> None:
         super().__init__(config)
+        #: Handed to ``load`` as its third argument: how the model calls other models.
+        self._calls = calls
         self._module = module
         self._version_dir = version_dir
         self._caller = InstanceCaller(f"{config.name}-{instance}")
@@ -46,7 +54,8 @@ class ThreadRunner(InferRunner):
         self.streams = inspect.isgeneratorfunction(infer) or inspect.isasyncgenfunction(infer)
         self._joins = self._joins and not self.streams  # a generator answers one request
         self._infer = self._calling(infer)
-        await call_optional(getattr(self._model, "load", None), self.config, self._version_dir)
+        load = getattr(self._model, "load", None)
+        await call_optional(load, self.config, self._version_dir, self._calls)
 
     async def unload(self) -> None:
         try:

@@ -41,12 +41,15 @@ from modelplatform import (
     Unsupported,
 )
 
+from . import triton_bls
 from . import triton_utils as pb
 from .calls import InstanceCaller
 from .decoupled import ResponseSender
 from .loader import forget_module
 from .outputs import to_tensors
 from .raw import no_http
+
+pb.install_bls(triton_bls)  # exec()/async_exec() call models through the server
 
 _ERRORS: dict[int, type[ModelPlatformError]] = {
     pb.TritonError.INVALID_ARG: InvalidArgument,

@@ -1,11 +1,12 @@
 """The ``triton_python_backend_utils`` API that Triton python models import.
 
 Written from the python backend's documented interface: tensors, requests,
-responses, errors, config lookups and type helpers. What needs Triton's
-process model (BLS ``exec``, DLPack, GPU tensors) raises
-:class:`TritonModelException` with a clear message; decoupled response
-senders live in decoupled.py. The top-level module
-``triton_python_backend_utils`` re-exports this one, so
+responses, errors, config lookups and type helpers, and BLS:
+``InferenceRequest(...).exec()`` / ``await .async_exec()`` call another model
+in the server's own process (triton_bls.py). What needs Triton's process
+model (GPU tensors) raises :class:`TritonModelException` with a clear
+message; decoupled response senders live in decoupled.py. The top-level
+module ``triton_python_backend_utils`` re-exports this one, so
 ``import triton_python_backend_utils as pb_utils`` works unchanged.
 """
 
@@ -56,8 +57,6 @@ _NUMPY = {
     "TYPE_FP16": np.float16, "TYPE_FP32": np.float32, "TYPE_FP64": np.float64,
     "TYPE_STRING": np.object_,
 }  # fmt: skip
-
-_NO_BLS = "business logic scripting (InferenceRequest.{}) is not supported"
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
@@ -121,7 +120,7 @@ class Tensor:
 
 
 class InferenceRequest:
-    """One request as ``execute`` receives it. Building one for BLS is not supported."""
+    """One request as ``execute`` receives it, or one a model builds to call another (BLS)."""
 
     def __init__(
         self,
@@ -132,9 +131,11 @@ class InferenceRequest:
         correlation_id: int | str = 0,
         parameters: dict[str, Any] | str | None = None,
         flags: int = 0,
+        model_version: int = -1,
         **_: Any,
     ) -> None:
         self._model_name = model_name
+        self._model_version = model_version
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
         self._request_id = request_id
@@ -166,6 +167,10 @@ class InferenceRequest:
     def model_name(self) -> str:
         return self._model_name
 
+    def model_version(self) -> int:
+        """The version a BLS call asks for; -1: the newest READY one."""
+        return self._model_version
+
     def is_cancelled(self) -> bool:
         sender = getattr(self, "response_sender", None)  # set for decoupled models (decoupled.py)
         return sender is not None and sender.is_cancelled()
@@ -179,11 +184,35 @@ class InferenceRequest:
             )
         return sender
 
-    def exec(self, *_: Any, **__: Any) -> Any:
-        raise TritonModelException(_NO_BLS.format("exec"))
+    def exec(self, decoupled: bool = False) -> Any:
+        """Call ``model_name`` and wait: a response, or with ``decoupled`` an iterator of them."""
+        return _bls.exec_sync(self, decoupled)
 
-    async def async_exec(self, *_: Any, **__: Any) -> Any:
-        raise TritonModelException(_NO_BLS.format("async_exec"))
+    async def async_exec(self, decoupled: bool = False) -> Any:
+        """``exec`` for ``async def execute``: with ``decoupled``, an async iterator."""
+        return await _bls.exec_async(self, decoupled)
+
+
+class _NoServer:
+    """BLS outside a server (a model file imported by a script): refused clearly."""
+
+    @staticmethod
+    def exec_sync(request: InferenceRequest, decoupled: bool) -> Any:
+        raise TritonModelException("InferenceRequest.exec() runs only inside a server's model")
+
+    @staticmethod
+    async def exec_async(request: InferenceRequest, decoupled: bool) -> Any:
+        raise TritonModelException("InferenceRequest.async_exec() runs only in a server's model")
+
+
+#: What runs ``exec``/``async_exec``: triton_bls once the python backend is imported
+#: (installed from there: this module must not import it, it imports this one).
+_bls: Any = _NoServer
+
+
+def install_bls(runner: Any) -> None:
+    global _bls  # noqa: PLW0603 - one implementation per process
+    _bls = runner
 
 
 class InferenceResponse:

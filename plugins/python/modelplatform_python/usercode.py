@@ -19,18 +19,25 @@ async def call_optional(method: Any, *args: Any) -> None:
     if method is None:
         return
     if inspect.iscoroutinefunction(method):
-        await method(*args)
+        await method(*taken(method, args))
     else:
         await asyncio.to_thread(call_flexibly, method, *args)
 
 
 def call_flexibly(method: Any, *args: Any) -> Any:
     """Pass only as many arguments as the user's method takes."""
+    return method(*taken(method, args))
+
+
+def taken(method: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The first arguments, as many as ``method`` declares (``*args``: all of them)."""
     try:
-        count = len(inspect.signature(method).parameters)
+        parameters = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):
-        count = len(args)
-    return method(*args[:count])
+        return args
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return args
+    return args[: len(parameters)]
 
 
 async def produced_items(produced: Any) -> AsyncIterator[Any]:

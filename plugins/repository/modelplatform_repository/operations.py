@@ -53,9 +53,9 @@ class RepositoryOperations:
         log.info("model_load_requested", model=name, config=params.config is not None,
                  files=len(params.files))
 
-    async def unload(self, name: str) -> None:
+    async def unload(self, name: str, unload_dependents: bool = False) -> None:
         check_control_mode(self.mode)
-        await self.dataplane.unload(name)
+        await self.dataplane.unload(name, unload_dependents=unload_dependents)
 
     async def _uploaded_folder(self, params: LoadParameters) -> Path | None:
         """The ``file:`` parameters written to a temporary folder the dataplane then owns."""

@@ -74,10 +74,11 @@ def _base64(key: str, value: Any) -> bytes:
         raise InvalidArgument(f"load parameter '{key}' is not valid base64") from None
 
 
-def _check_unload(params: dict[str, Any]) -> None:
+def _check_unload(params: dict[str, Any]) -> bool:
     dependents = params.get("unload_dependents", False)
     if not isinstance(dependents, bool):
         raise InvalidArgument("unload parameter 'unload_dependents' must be a boolean")
+    return dependents
 
 
 class RepositoryRoutes:
@@ -102,8 +103,8 @@ class RepositoryRoutes:
 
     async def unload(self, request: HttpRequest) -> HttpReply:
         self._admit(request)
-        _check_unload(_parameters(_body(request)))
-        await self.ops.unload(request.params["model"])
+        dependents = _check_unload(_parameters(_body(request)))
+        await self.ops.unload(request.params["model"], dependents)
         return HttpReply(200, b"", EMPTY_TYPE)
 
 

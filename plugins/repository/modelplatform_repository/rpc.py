@@ -40,11 +40,12 @@ def load_parameters(params: Any) -> LoadParameters:
     return LoadParameters(config, files)
 
 
-def _check_unload(params: Any) -> None:
-    if "unload_dependents" in params and params["unload_dependents"].WhichOneof(
-        "parameter_choice"
-    ) != "bool_param":
+def _check_unload(params: Any) -> bool:
+    if "unload_dependents" not in params:
+        return False
+    if params["unload_dependents"].WhichOneof("parameter_choice") != "bool_param":
         raise InvalidArgument("unload parameter 'unload_dependents' must be a bool_param")
+    return bool(params["unload_dependents"].bool_param)
 
 
 class RepositoryService:
@@ -71,8 +72,8 @@ class RepositoryService:
 
     async def unload(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         self._admit(context, request.repository_name)
-        _check_unload(request.parameters)
-        await self.ops.unload(request.model_name)
+        dependents = _check_unload(request.parameters)
+        await self.ops.unload(request.model_name, dependents)
         return pb.RepositoryModelUnloadResponse()
 
 

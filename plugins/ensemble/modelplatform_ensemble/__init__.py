@@ -1,0 +1,1 @@
+"""Triton ensembles for modelplatform (the ``ensemble`` backend)."""
