@@ -64,6 +64,7 @@ from .model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorS
 from .models import IndexEntry
 from .observing import RequestObserver, RequestScope, counted_in_call
 from .plugins import hookimpl
+from .remote_repository import RepositorySource
 from .settings import Limits, Settings
 from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
 from .validation import element_count
@@ -136,6 +137,7 @@ __all__ = [
     "PluginError",
     "QueueFull",
     "RawResponse",
+    "RepositorySource",
     "RequestTimedOut",
     "RequestedOutput",
     "ServerContext",

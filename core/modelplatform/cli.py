@@ -7,8 +7,10 @@ default, in that order.
 
 from __future__ import annotations
 
-import re
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -21,6 +23,7 @@ from .cli_help import PanelledCommand
 from .errors import ModelPlatformError
 from .logging import configure
 from .plugins import build_plugin_manager
+from .remote_repository import RepositorySource, open_repository
 from .settings import Settings
 
 app = typer.Typer(
@@ -36,9 +39,6 @@ app = typer.Typer(
 NETWORK, MODELS, LIMITS = "Network", "Models", "Limits"
 SECURITY, OBSERVABILITY = "Security", "Observability"
 
-#: A scheme (s3://, gs://, as://, http://): a remote repository (a Path keeps only one slash).
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
-
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", help="TOML settings file (see docs/configuration.md).")
 ]
@@ -48,7 +48,7 @@ RepoOpt = Annotated[
         "--model-repository",
         "--model-store",
         metavar="<path>",
-        help="Model repository folder.",
+        help="Model repository: a folder, or s3://, gs://, as:// (the storage plugin).",
         rich_help_panel=MODELS,
     ),
 ]
@@ -377,14 +377,19 @@ def serve(
         "metrics_root_cert": metrics_root_cert,
     }
     settings = _settings(config, overrides)
-    _require_repository(settings, model_repository)
     _require_usable_tls(settings)
     configure(settings.log_verbose, settings.log_format)
     from .allocator import tune_allocator
     from .server import run
 
     tune_allocator()  # before any thread or worker exists (allocator.py says why)
-    run(settings)
+    settings, remote = _opened(settings)  # a remote repository's client may start threads
+    _require_repository(settings, model_repository)
+    try:
+        run(settings, remote)
+    finally:
+        if remote is not None:
+            remote.close()
 
 
 @app.command("plugins", cls=PanelledCommand)
@@ -405,10 +410,16 @@ def list_plugins(config: ConfigOpt = None, plugins: PluginsOpt = None, disable_p
 def list_models(config: ConfigOpt = None, model_repository: RepoOpt = None) -> None:
     """List what the model repository holds: name, versions, backend or platform."""
     settings = _settings(config, {"model_repository": model_repository})
+    configure(settings.log_verbose, settings.log_format)  # a mirror's events go to stderr
+    settings, remote = _opened(settings)
     _require_repository(settings, model_repository)
-    for name, entry in repository.scan(settings.model_repository).items():
-        versions = ",".join(str(v) for v in entry.versions) or "-"
-        typer.echo(f"{name:32} versions {versions:12} {_backend_of(entry.path)}")
+    try:
+        for name, entry in repository.scan(settings.model_repository).items():
+            versions = ",".join(str(v) for v in entry.versions) or "-"
+            typer.echo(f"{name:32} versions {versions:12} {_backend_of(entry.path)}")
+    finally:
+        if remote is not None:
+            remote.close()
 
 
 @app.command(cls=PanelledCommand)
@@ -433,19 +444,46 @@ def _settings(config: Path | None, overrides: dict) -> Settings:
         raise typer.Exit(2) from None
 
 
+def _opened(settings: Settings) -> tuple[Settings, RepositorySource | None]:
+    """A URL repository mirrored by a plugin; one line and exit 2 when it cannot be read."""
+    location = settings.model_repository_url
+    if not location:
+        return settings, None
+    try:
+        with _sigterm_unwinds():
+            return open_repository(settings, build_plugin_manager(settings).manager.hook)
+    except ModelPlatformError as error:
+        said = str(error) if location in str(error) else f"{location}: {error}"
+        typer.echo(f"error: model repository {said}", err=True)
+        raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM while a mirror downloads exits through ``finally`` blocks (a temporary mirror
+    is removed); the server installs its own drain handler later."""
+
+    def unwind(number: int, frame: object) -> None:
+        raise SystemExit(128 + number)
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _require_repository(settings: Settings, as_given: str | None) -> None:
     """Stop with one line when the repository is no local folder (as Triton does).
 
-    Serving on would report READY with no models: a typo'd path, or a remote
-    URL (no remote repositories yet), would look like a healthy empty server.
+    Serving on would report READY with no models: a typo'd path would look
+    like a healthy empty server.
     """
     root = settings.model_repository
     if root.is_dir():
         return
     shown = as_given or str(root)
-    if _URL.match(shown):
-        reason = "remote repositories are not supported; give a local folder"
-    elif root.exists():
+    if root.exists():
         reason = "is not a folder"
     else:
         reason = "does not exist"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .context import ServerContext
     from .inference import InferenceRequest
     from .model_config import ModelConfig
+    from .remote_repository import RepositorySource
     from .settings import Settings
 
 PROJECT = "modelplatform"
@@ -92,6 +93,29 @@ def register_commands(cli: typer.Typer) -> None:
     Called once, for every plugin, when the first word of the command line
     names no core command (core commands and ``--help`` import no plugin);
     ``platform plugins`` lists what each plugin adds. Return nothing.
+    """
+
+
+# ---- Repository: called once before the server is composed; the first answer wins ----
+
+
+@hookspec(firstresult=True)
+def open_repository(location: str, settings: Settings) -> RepositorySource | None:
+    """Open a model repository given as a URL (``s3://``, ``gs://``, ``as://``...).
+
+    Called once at start-up, before models load, when ``--model-repository``
+    is a URL; ``location`` is the URL exactly as given. Return None for a
+    scheme this plugin does not serve; the first plugin returning a source
+    answers. The source mirrors the remote repository into a local folder
+    (its ``local_root``, mirrored before returning), which the core scans and
+    loads from; the core calls ``fetch_model(name)`` before an explicit load
+    of ``name``, ``refresh()`` before each poll scan and ``close()`` at exit,
+    in a worker thread. Raise ``ModelPlatformError`` with one line naming the
+    URL when it cannot be read (wrong credential, missing bucket, unreachable
+    endpoint): the server stops at start with that line and exit code 2.
+    Under ``--workers N`` it is called again in every worker, whose
+    ``settings.model_repository`` names the mirror the first call made:
+    attach to that folder (shared by the processes; not deleted by workers).
     """
 
 

@@ -3,7 +3,10 @@
 New or changed models are (re)loaded, removed ones unloaded. A model folder
 whose files still change between two scans (being copied) is left alone
 until two consecutive scans see the same files, so a half-written version
-is never loaded. The scan runs in a worker thread, off the event loop.
+is never loaded. The scan runs in a worker thread, off the event loop. With
+a remote repository, each poll first re-lists the bucket and fetches what is
+new or changed into the local mirror (``RepositorySource.refresh``), then
+scans the mirror as any folder.
 """
 
 from __future__ import annotations
@@ -17,15 +20,23 @@ import structlog
 from . import repository
 from .errors import ModelPlatformError
 from .models import ModelManager
+from .remote_repository import RepositorySource
 
 log = structlog.get_logger("modelplatform.polling")
 
 
 class RepositoryPoller:
-    def __init__(self, models: ModelManager, root: Path, interval: float) -> None:
+    def __init__(
+        self,
+        models: ModelManager,
+        root: Path,
+        interval: float,
+        remote: RepositorySource | None = None,
+    ) -> None:
         self.models = models
         self.root = root
         self.interval = interval
+        self.remote = remote
         self._previous: dict[str, repository.Fingerprint] = {}
 
     async def run(self) -> None:
@@ -38,6 +49,8 @@ class RepositoryPoller:
                 log.error("repository_poll_failed", error=f"{type(error).__name__}: {error}")
 
     async def poll_once(self) -> None:
+        if self.remote is not None:
+            await asyncio.to_thread(self.remote.refresh)
         current = await asyncio.to_thread(repository.snapshot, self.root)
         # Unchanged since the last scan, and not an empty folder that a copy has just created.
         stable = {n: fp for n, fp in current.items() if fp and self._previous.get(n) == fp}

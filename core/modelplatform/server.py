@@ -38,6 +38,7 @@ from .models.warmup import WarmupSource
 from .oneport import OnePort
 from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
+from .remote_repository import RepositorySource, open_repository
 from .settings import Settings
 from .tls import ServerTls, server_tls
 
@@ -54,17 +55,22 @@ class Composition:
     context: ServerContext
     plugins: PluginSet
     models: ModelManager
+    #: The remote repository the models' folder mirrors, else None.
+    remote: RepositorySource | None = None
 
 
 def compose(
     settings: Settings,
     extra_plugins: Sequence[object] = (),
     cluster_link: cluster.SiblingLink | None = None,
+    remote: RepositorySource | None = None,
 ) -> Composition:
     """Collect every plugin's declarations once and freeze them.
 
     ``cluster_link`` (a ``--workers`` worker) relays the manager's loads and
     unloads to the sibling workers and brings their statistics to the dataplane.
+    ``remote`` (opened by the CLI, remote_repository.py) is the bucket that
+    ``settings.model_repository`` mirrors: loads and polls fetch from it.
     """
     plugins = build_plugin_manager(settings, extra_plugins)
     hook = plugins.manager.hook
@@ -79,6 +85,7 @@ def compose(
         settings.strict_readiness,
         replicator=cluster_link,
         warmup_source=_warmup_source(plugins),
+        remote=remote,
     )
     dataplane = DataPlane(
         models, settings.server_name, __version__, extensions, siblings=cluster_link
@@ -94,7 +101,7 @@ def compose(
     )
     tls = ServerTls.from_settings(settings)  # files read and checked once, before any port opens
     context.shared(ServerTls, lambda: tls)
-    return Composition(context, plugins, models)
+    return Composition(context, plugins, models, remote)
 
 
 def _broadcast(cluster_link: cluster.SiblingLink | None) -> Broadcast:
@@ -142,6 +149,7 @@ class RunningServer:
         self.context = composition.context
         #: Core's own: plugins reach models only through ``context.dataplane``.
         self.models = composition.models
+        self._remote = composition.remote
         self._plugins = composition.plugins
         self.http: HttpFront | None = None
         #: ``--single-port``: sorts the HTTP port's connections between HTTP and gRPC.
@@ -159,7 +167,7 @@ class RunningServer:
         if ctx.dialects:  # no HTTP plugin enabled: no HTTP port
             await self._start_http()
         await load_initial_models(ctx.settings, self.models)
-        self._poller = start_polling(ctx.settings, self.models)
+        self._poller = start_polling(ctx.settings, self.models, self._remote)
         self._grpc = await start_grpc_server(ctx, self._grpc_address())
         await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.accepting = True
@@ -259,21 +267,27 @@ async def load_initial_models(settings: Settings, models: ModelManager) -> None:
             log.warning("model_unavailable", model=name, reason=result.message)
 
 
-def start_polling(settings: Settings, models: ModelManager) -> asyncio.Task[None] | None:
+def start_polling(
+    settings: Settings, models: ModelManager, remote: RepositorySource | None = None
+) -> asyncio.Task[None] | None:
     """In poll mode, a task that follows the repository every ``repository_poll_secs``."""
     if settings.model_control_mode != "poll" or settings.repository_poll_secs <= 0:
         return None
-    poller = RepositoryPoller(models, settings.model_repository, settings.repository_poll_secs)
+    poller = RepositoryPoller(
+        models, settings.model_repository, settings.repository_poll_secs, remote
+    )
     log.info("repository_polling_started", every_secs=settings.repository_poll_secs)
     return asyncio.ensure_future(poller.run())
 
 
 async def serve(
-    settings: Settings, worker: tuple[int, cluster.ClusterAddress] | None = None
+    settings: Settings,
+    worker: tuple[int, cluster.ClusterAddress] | None = None,
+    remote: RepositorySource | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM, then drain (shutdown.py); ``worker`` (index, address) joins a cluster."""
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
-    server = RunningServer(compose(settings, cluster_link=link))
+    server = RunningServer(compose(settings, cluster_link=link, remote=remote))
     signals = shutdown.Signals(_signals_handled(worker is not None))
     tls = server_tls(server.context)
     if tls.listeners:
@@ -325,19 +339,35 @@ def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink)
     )
 
 
-def run(settings: Settings) -> None:
-    """Serve in this process, or supervise ``settings.workers`` worker processes."""
+def run(settings: Settings, remote: RepositorySource | None = None) -> None:
+    """Serve in this process, or supervise ``settings.workers`` worker processes.
+
+    ``remote``: the bucket ``settings.model_repository`` mirrors. Each worker
+    opens it again and attaches to the mirror the supervisor fetched.
+    """
     if settings.workers > 1:
         supervisor = cluster.Supervisor(settings, run_worker)
         raise SystemExit(_run_loop(supervisor.run()))
-    _run_loop(serve(settings))
+    _run_loop(serve(settings, remote=remote))
 
 
 def run_worker(settings: Settings, index: int, address: cluster.ClusterAddress) -> None:
     """A worker process of ``--workers N`` (started by the supervisor)."""
     configure(settings.log_verbose, settings.log_format)
     structlog.contextvars.bind_contextvars(worker=index)
-    _run_loop(serve(settings, (index, address)))
+    remote = _attached(settings)
+    try:
+        _run_loop(serve(settings, (index, address), remote))
+    finally:
+        if remote is not None:
+            remote.close()
+
+
+def _attached(settings: Settings) -> RepositorySource | None:
+    """A worker's handle on the remote repository whose mirror ``model_repository`` names."""
+    if not settings.model_repository_url:
+        return None
+    return open_repository(settings, build_plugin_manager(settings).manager.hook)[1]
 
 
 def _run_loop(main: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,11 +26,16 @@ MiB = 1024 * 1024
 MAX_TIMEOUT_SECS = 365 * 24 * 3600.0
 #: Upper bound of the drain delay and the exit timeout (one hour): a typo must not keep a pod for days.
 MAX_DRAIN_SECS = 3600.0
+#: A scheme (s3://, gs://, as://): a remote repository, not a folder.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     model_repository: Path = Path("model_repository")
+    #: Set when the repository is given as a URL (``s3://``, ``gs://``, ``as://``): a storage
+    #: plugin mirrors it, and ``model_repository`` then names the local mirror.
+    model_repository_url: str = ""
     host: str = "0.0.0.0"
     http_port: int = 8000
     grpc_port: int = 8001
@@ -154,7 +160,21 @@ def resolve(
         values.update(_from_file(config_file))
     values.update(_from_env(os.environ if env is None else env))
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return _build(values)
+    return _build(_url_apart(values))
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``location`` names a remote repository (a URL) rather than a folder."""
+    return bool(_URL.match(location))
+
+
+def _url_apart(values: dict[str, Any]) -> dict[str, Any]:
+    """A URL given as the repository goes to ``model_repository_url`` (a Path loses its ``//``)."""
+    given = values.get("model_repository")
+    if isinstance(given, str) and is_remote(given):
+        values = {k: v for k, v in values.items() if k != "model_repository"}
+        values["model_repository_url"] = given
+    return values
 
 
 def _from_file(path: Path) -> dict[str, Any]:
@@ -216,6 +236,8 @@ def _separator(name: str) -> str:
 def _check(settings: Settings) -> None:
     if settings.model_control_mode not in ("none", "poll", "explicit"):
         raise InvalidArgument("model_control_mode must be none, poll or explicit")
+    if settings.model_repository_url and not is_remote(settings.model_repository_url):
+        raise InvalidArgument("model_repository_url must be a URL such as s3://bucket/models")
     if settings.repository_restrict and not _is_header_pair(settings.repository_restrict):
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):

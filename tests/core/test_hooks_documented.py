@@ -22,11 +22,12 @@ def _signature_line(fn) -> str:
     return re.sub(r"\s+", " ", header).replace("( ", "(").replace(", )", ")")
 
 
-def test_there_are_eight_hooks():
+def test_there_are_nine_hooks():
     names = sorted(fn.__name__ for fn in _hook_functions())
     assert names == sorted([
         "register_backends", "register_codecs", "register_http_dialects",
-        "register_grpc_services", "register_commands", "warmup_requests", "startup", "shutdown",
+        "register_grpc_services", "register_commands", "open_repository", "warmup_requests",
+        "startup", "shutdown",
     ])
 
 

@@ -5,6 +5,8 @@ that model's lock, in arrival order (the work itself is in loading.py); a
 load arriving while an identical one is pending joins it. Under
 ``--workers N`` a :class:`Replicator`, handed to the constructor by the
 composition root, applies every API load or unload on the sibling workers too.
+With a remote repository, a load first brings that model's folder in step
+with the bucket (``RepositorySource.fetch_model``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Protocol
 from .. import repository
 from ..backend import BackendRegistry
 from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
+from ..remote_repository import RepositorySource
 from ..stats import ModelStats
 from .loading import Loader
 from .override import LoadOverride
@@ -44,6 +47,7 @@ class ModelManager:
         strict_readiness: bool = True,
         replicator: Replicator | None = None,
         warmup_source: WarmupSource | None = None,
+        remote: RepositorySource | None = None,
     ) -> None:
         self.root = root
         self.strict_readiness = strict_readiness
@@ -51,6 +55,8 @@ class ModelManager:
         self._models: dict[str, ModelRecord] = {}
         #: Relays API loads/unloads to sibling workers under ``--workers N``, else None.
         self._replicator = replicator
+        #: The remote repository ``root`` mirrors (``--model-repository s3://...``), else None.
+        self._remote = remote
         #: Counters of models as a whole (version ""): loads and unloads here, requests
         #: refused before any version took them (the dataplane). "" holds the names the
         #: server does not know, so clients cannot add entries.
@@ -159,6 +165,8 @@ class ModelManager:
             await replicator.replicate("load", name, given, copies)
 
     async def _load_here(self, name: str, override: LoadOverride, required: bool) -> None:
+        if override.model_dir is None and self._remote is not None:
+            await asyncio.to_thread(self._remote.fetch_model, name)  # raises naming the URL
         model = self._models.get(name)
         if model is None:
             if override.model_dir is None and not (self.root / name).is_dir():

@@ -1,0 +1,19 @@
+"""Hook implementations of the ``storage`` plugin: model repositories in object storage."""
+
+from __future__ import annotations
+
+import os
+
+from modelplatform import RepositorySource, Settings, hookimpl
+
+from .locations import parse
+
+
+@hookimpl
+def open_repository(location: str, settings: Settings) -> RepositorySource | None:
+    where = parse(location)
+    if where is None:
+        return None  # not s3://, gs:// or as://: another plugin's scheme
+    from .cache import existing_mirror, open_mirror  # noqa: PLC0415 - fsspec only when used
+
+    return open_mirror(where, os.environ, existing_mirror(settings.model_repository))
