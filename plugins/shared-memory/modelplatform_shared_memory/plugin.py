@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import structlog
-
 from modelplatform import Codec, GrpcService, HttpDialect, ServerContext, Settings, hookimpl
 from modelplatform_oip.api import http_status
 
@@ -20,8 +18,6 @@ from . import cuda, rest, rpc
 from .codec import SharedMemoryCodec
 from .operations import SharedMemoryOperations
 from .registry import RegionRegistry
-
-log = structlog.get_logger("modelplatform_shared_memory")
 
 
 class SharedMemory:
@@ -93,12 +89,7 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
 
 @hookimpl
 def startup(server: ServerContext) -> None:
-    if server.settings.allow_client_shm and server.settings.workers > 1:
-        log.warning(
-            "shm_regions_per_worker",
-            workers=server.settings.workers,
-            detail="a region is known only to the worker its register call reached",
-        )
+    _for(server.settings).operations.share_with_siblings(server.broadcast)
 
 
 @hookimpl

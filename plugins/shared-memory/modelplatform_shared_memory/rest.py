@@ -63,13 +63,13 @@ class SharedMemoryRoutes:
 
     async def system_register(self, request: HttpRequest) -> HttpReply:
         body = _body(request)
-        self.ops.register_system(
+        await self.ops.register_system(
             request.params["region"], body.get("key"), body.get("offset", 0), body.get("byte_size")
         )
         return _done()
 
     async def system_unregister(self, request: HttpRequest) -> HttpReply:
-        self.ops.unregister_system(request.params.get("region", ""))
+        await self.ops.unregister_system(request.params.get("region", ""))
         return _done()
 
     async def cuda_status(self, request: HttpRequest) -> HttpReply:
@@ -79,11 +79,11 @@ class SharedMemoryRoutes:
 
     async def cuda_register(self, request: HttpRequest) -> HttpReply:
         region, body = request.params["region"], _body(request)
-        self.ops.register_cuda(region, _raw_handle(region, body), body.get("device_id"), body.get("byte_size"))
+        await self.ops.register_cuda(region, _raw_handle(region, body), body.get("device_id"), body.get("byte_size"))
         return _done()
 
     async def cuda_unregister(self, request: HttpRequest) -> HttpReply:
-        self.ops.unregister_cuda(request.params.get("region", ""))
+        await self.ops.unregister_cuda(request.params.get("region", ""))
         return _done()
 
 

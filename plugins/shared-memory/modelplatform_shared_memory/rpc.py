@@ -43,11 +43,11 @@ class SharedMemoryService:
         return reply
 
     async def system_register(self, request: Any, context: Any) -> Any:
-        self.ops.register_system(request.name, request.key, request.offset, request.byte_size)
+        await self.ops.register_system(request.name, request.key, request.offset, request.byte_size)
         return pb.SystemSharedMemoryRegisterResponse()
 
     async def system_unregister(self, request: Any, context: Any) -> Any:
-        self.ops.unregister_system(request.name)
+        await self.ops.unregister_system(request.name)
         return pb.SystemSharedMemoryUnregisterResponse()
 
     async def cuda_status(self, request: Any, context: Any) -> Any:
@@ -61,11 +61,11 @@ class SharedMemoryService:
         return reply
 
     async def cuda_register(self, request: Any, context: Any) -> Any:
-        self.ops.register_cuda(request.name, request.raw_handle, request.device_id, request.byte_size)
+        await self.ops.register_cuda(request.name, request.raw_handle, request.device_id, request.byte_size)
         return pb.CudaSharedMemoryRegisterResponse()
 
     async def cuda_unregister(self, request: Any, context: Any) -> Any:
-        self.ops.unregister_cuda(request.name)
+        await self.ops.unregister_cuda(request.name)
         return pb.CudaSharedMemoryUnregisterResponse()
 
 
