@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import http.client
+import json
 import socket
+
+import numpy as np
 
 
 def exchange(
@@ -66,3 +69,34 @@ def get_status(port: int, path: str) -> int:
         return connection.getresponse().status
     finally:
         connection.close()
+
+
+def peak_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
+def binary_infer(port: int, data: np.ndarray) -> np.ndarray:
+    """identity_fp32 over HTTP with binary input and output (no shared memory)."""
+    header = json.dumps({
+        "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [data.size],
+                    "parameters": {"binary_data_size": data.nbytes}}],
+        "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+    }).encode()  # fmt: skip
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        connection.request(
+            "POST", "/v2/models/identity_fp32/infer", body=header + data.tobytes(),
+            headers={"Inference-Header-Content-Length": str(len(header))},
+        )  # fmt: skip
+        reply = connection.getresponse()
+        body = reply.read()
+        assert reply.status == 200, body[:200]
+        length = int(reply.getheader("Inference-Header-Content-Length"))
+    finally:
+        connection.close()
+    assert json.loads(body[:length])["outputs"][0]["parameters"]["binary_data_size"] == data.nbytes
+    return np.frombuffer(body[length:], dtype=np.float32)

@@ -12,9 +12,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from ..conftest import MODEL_REPOSITORY
+from ..http_wire import binary_infer, peak_rss  # noqa: F401 - the shm tests import them from here
 
 #: Sleeps before answering its input: a request that is still in flight when the test acts.
 SLOW_MODEL = '''
@@ -72,36 +72,6 @@ def mapped_keys(pid: int, key: str) -> list[str]:
         except OSError:
             pass
     return lines
-
-
-def peak_rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
-
-
-def binary_infer(port: int, data: np.ndarray) -> np.ndarray:
-    """identity_fp32 over HTTP with binary input and output (no shared memory)."""
-    header = json.dumps({
-        "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [data.size],
-                    "parameters": {"binary_data_size": data.nbytes}}],
-        "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
-    }).encode()  # fmt: skip
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        connection.request(
-            "POST", "/v2/models/identity_fp32/infer", body=header + data.tobytes(),
-            headers={"Inference-Header-Content-Length": str(len(header))},
-        )  # fmt: skip
-        reply = connection.getresponse()
-        body = reply.read()
-        assert reply.status == 200, body[:200]
-        length = int(reply.getheader("Inference-Header-Content-Length"))
-    finally:
-        connection.close()
-    return np.frombuffer(body[length:], dtype=np.float32)
 
 
 #: tritonclient.grpc cannot share a process with our protos (docs/protocols/oip-grpc.md), so

@@ -11,8 +11,6 @@ in-process with tracemalloc: decoding and encoding add no copy of their own.
 
 from __future__ import annotations
 
-import http.client
-import json
 import tracemalloc
 
 import numpy as np
@@ -25,6 +23,7 @@ from modelplatform_oip.rest.codec import Limits
 from modelplatform_oip.rpc.tensors import decode_request, encode_response
 
 from ..conftest import MODEL_REPOSITORY
+from ..http_wire import binary_infer, peak_rss
 
 MiB = 1024 * 1024
 SIZE = 16 * MiB
@@ -37,36 +36,6 @@ def identity_server():
     args = ("--model-repository", str(MODEL_REPOSITORY), "--load-model", "identity_fp32")
     with ServerProcess(*args) as process:
         yield process
-
-
-def peak_rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
-
-
-def binary_infer(port: int, data: np.ndarray) -> np.ndarray:
-    header = json.dumps({
-        "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [data.size],
-                    "parameters": {"binary_data_size": data.nbytes}}],
-        "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
-    }).encode()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        connection.request(
-            "POST", "/v2/models/identity_fp32/infer", body=header + data.tobytes(),
-            headers={"Inference-Header-Content-Length": str(len(header))},
-        )
-        reply = connection.getresponse()
-        body = reply.read()
-        assert reply.status == 200, body[:200]
-        length = int(reply.getheader("Inference-Header-Content-Length"))
-    finally:
-        connection.close()
-    assert json.loads(body[:length])["outputs"][0]["parameters"]["binary_data_size"] == data.nbytes
-    return np.frombuffer(body[length:], dtype=np.float32)
 
 
 def test_http_binary_16mib_holds_one_copy_at_most(identity_server):
