@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 
 from modelplatform import (
     InferenceRequest,
@@ -27,7 +26,7 @@ from modelplatform import (
     ModelMetadata,
     TensorMetadata,
 )
-from modelplatform_oip.api import json_output, parse_request
+from modelplatform_oip.api import json_output, load_json, parse_request
 
 #: The one key whose object holds more keys mapped the same way.
 PARAMETERS = "parameters"
@@ -35,15 +34,7 @@ PARAMETERS = "parameters"
 
 def load_body(body: bytes) -> dict[str, Any]:
     """The JSON object of a generate request (Triton allows an empty body)."""
-    if not body:
-        return {}
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        raise InvalidArgument(f"failed to parse the request JSON: {error}") from None
-    if not isinstance(doc, dict):
-        raise InvalidArgument("the generate request must be a JSON object")
-    return doc
+    return load_json(body, "the generate request") if body else {}
 
 
 def to_request(

@@ -31,13 +31,14 @@ from .json_tensors import array_from_json, array_to_json
 BinaryReader = Callable[[str, str, list[int], int, Limits], np.ndarray]
 
 
-def load_json(body: bytes) -> dict[str, Any]:
+def load_json(body: bytes, what: str = "the request body") -> dict[str, Any]:
+    """The body's top-level JSON object; ``what`` names it when it is not one."""
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError as error:
         raise InvalidArgument(f"failed to parse the request JSON: {error}") from None
     if not isinstance(doc, dict):
-        raise InvalidArgument("the request body must be a JSON object")
+        raise InvalidArgument(f"{what} must be a JSON object")
     return doc
 
 
