@@ -40,10 +40,19 @@ class Tensor:
 
 @dataclass(slots=True)
 class RequestedOutput:
-    """An output the client asked for, with its per-output parameters."""
+    """An output the client asked for, with its per-output parameters.
+
+    ``destination`` is memory the client already set aside for this output (a
+    shared-memory window; only the shared-memory codec sets it). A backend MAY
+    write the output there and return an array that is a view of it, saving a
+    copy; a backend that ignores it is still correct, since the output is
+    copied there after inference. It is writable, and a backend must never
+    write past its end.
+    """
 
     name: str
     parameters: Parameters = field(default_factory=dict)
+    destination: memoryview | None = None
 
 
 @dataclass(slots=True)

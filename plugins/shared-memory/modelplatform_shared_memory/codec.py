@@ -4,9 +4,10 @@ Inputs: a numpy view over the mapped region (``np.frombuffer`` through the
 oip raw decoder): the backend reads the client's memory, nothing is copied.
 BYTES inputs are decoded into an object array, as they are from a body.
 Outputs: checked before inference (region known, window inside it, not also
-asked for as binary data); after inference each is written into its window
-once, from the backend's array, and the response keeps only its name, type
-and shape.
+asked for as binary data) and offered to the backend as the requested
+output's ``destination``; after inference each is written into its window
+once, from the backend's array (nothing to write when the backend wrote it
+there itself), and the response keeps only its name, type and shape.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ class SharedMemoryCodec(RegionCodec):
             for other in ("binary_data", "classification"):
                 if output.parameters.get(other) not in (None, False, 0):
                     raise InvalidArgument(f"{what}: can't set both '{REGION}' and '{other}'")
-            bound[output.name] = self._window(what, output.parameters)
+            window = self._window(what, output.parameters)
+            output.destination = window.view(what)  # a backend may write straight into it
+            bound[output.name] = window
         return RegionPlacement(bound) if bound else None
 
     def _window(self, what: str, parameters: Mapping[str, Any]) -> Window:
