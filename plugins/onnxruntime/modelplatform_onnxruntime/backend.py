@@ -3,7 +3,9 @@
 ``onnxruntime`` is imported in :meth:`load`, so this plugin imports on a
 machine without it. Session runs go to a worker thread: ONNX Runtime
 releases the GIL while it computes, so the event loop keeps serving. Each
-``instance_group`` instance owns its own session.
+``instance_group`` instance owns its own session. A request running alone
+whose outputs have a destination (a shared-memory window) has them written
+there by ONNX Runtime itself where iobinding.py can bind them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from modelplatform import (
     as_bytes_array,
 )
 
-from . import batching, options, signature
+from . import batching, iobinding, options, signature
 
 log = structlog.get_logger("modelplatform_onnxruntime")
 
@@ -42,6 +44,7 @@ class OnnxRuntimeBackend(Backend):
     model_files: ClassVar[tuple[str, ...]] = (MODEL_FILE,)
 
     _session: Any = None
+    _binding: iobinding.BindingPlan = iobinding.BindingPlan({}, frozenset())
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -63,12 +66,14 @@ class OnnxRuntimeBackend(Backend):
         inputs = signature.describe(self.config.name, self._session.get_inputs())
         outputs = signature.describe(self.config.name, self._session.get_outputs())
         self.config = signature.complete(self.config, inputs, outputs)
+        self._binding = iobinding.plan(self._session.get_inputs(), self._session.get_outputs())
         log.info(
             "onnx_session_created",
             model=self.config.name,
             instance=self.instance_index,
             intra_op_threads=settings.intra_op_threads,
             graph_level=settings.graph_level,
+            bindable_outputs=sorted(self._binding.shapes),
         )
 
     async def unload(self) -> None:
@@ -95,19 +100,38 @@ class OnnxRuntimeBackend(Backend):
     async def _execute_one(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError:
         try:
             feeds = {t.name: t.data for t in request.inputs}
-            arrays = await self._run(self._output_names(request), feeds)
+            names = self._output_names(request)
+            bound = iobinding.targets(request, self._binding, names, feeds)
+            arrays = await self._run(names, feeds, bound)
             return self._response(request, arrays)
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - a failed run fails its own request only
             return _as_error(self.config.name, error)
 
-    async def _run(self, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    async def _run(
+        self, names: list[str], feeds: dict[str, np.ndarray], bound: dict[str, np.ndarray] | None = None
+    ) -> dict[str, np.ndarray]:
+        """``bound``: outputs to write into the given arrays (iobinding.targets); the rest are allocated."""
         prepared = {name: _onnx_value(array) for name, array in feeds.items()}
         self.phases.inputs_ready()
-        values = await asyncio.to_thread(self._session.run, names, prepared)
+        if bound:
+            values = await self._run_bound(names, prepared, bound)
+        else:
+            values = await asyncio.to_thread(self._session.run, names, prepared)
         self.phases.outputs_started()
         return dict(zip(names, values))
+
+    async def _run_bound(
+        self, names: list[str], prepared: dict[str, np.ndarray], bound: dict[str, np.ndarray]
+    ) -> list[np.ndarray]:
+        """A bound run; when it fails (an output shape the graph declared wrongly, a bad input),
+        the plain run answers, so binding never changes what a request gets."""
+        try:
+            return await asyncio.to_thread(iobinding.run_bound, self._session, names, prepared, bound)
+        except Exception as error:  # noqa: BLE001 - the plain run below says what is wrong, if anything
+            log.info("bound_run_failed", model=self.config.name, reason=str(error))
+        return await asyncio.to_thread(self._session.run, names, prepared)
 
     def _output_names(self, request: InferenceRequest) -> list[str]:
         if request.outputs is None:
