@@ -1,14 +1,18 @@
 """The ceiling: canned-response servers measured with the same load generator.
 
 ``python benchmarks/canned.py KIND PORT METADATA_DIR`` with KIND ``http``, ``grpc``
-(grpc.aio) or ``grpc-sync`` (grpcio's thread-pool server).
+(grpc.aio), ``grpc-floor`` (grpc.aio moving bytes only) or ``grpc-sync`` (grpcio's
+thread-pool server).
 Both answer the calls perf_analyzer makes before measuring (server metadata,
 model metadata, model config) with bytes captured from the real server, and
 answer every inference by echoing the request's tensor data back under the
 model's output names (the bundled benchmark models have outputs shaped like
 their inputs), so the ceiling moves the same bytes as the server it bounds.
 Answers are cached per request shape: after the first request nothing is
-parsed, only the HTTP framing.
+parsed, only the HTTP framing. ``grpc-floor`` does the same for gRPC: its
+ModelInfer takes the request's bytes unparsed and answers a reply serialised
+once per request size, so it measures what grpc.aio itself costs to carry a
+call (no protobuf work, no copy in Python): no server on grpcio can be faster.
 """
 
 from __future__ import annotations
@@ -141,6 +145,23 @@ def grpc_handlers(
     })
 
 
+def floor_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
+    """grpc_handlers with a ModelInfer that moves bytes only (the module's docstring)."""
+    generic = grpc_handlers(captured, outputs)
+    table = dict(generic._method_handlers)
+    replies: dict[int, bytes] = {}
+    infer = table[f"/{SERVICE}/ModelInfer"].unary_unary
+
+    async def canned_reply(request: bytes, context) -> bytes:
+        reply = replies.get(len(request))
+        if reply is None:
+            reply = replies[len(request)] = (await infer(pb.ModelInferRequest.FromString(request), context)).SerializeToString()
+        return reply
+
+    table[f"/{SERVICE}/ModelInfer"] = grpc.unary_unary_rpc_method_handler(canned_reply)
+    return grpc.method_handlers_generic_handler(SERVICE, {key.rpartition("/")[2]: h for key, h in table.items()})
+
+
 def _synchronous(handler):
     """A coroutine handler as a plain function (its body never awaits)."""
 
@@ -188,7 +209,8 @@ async def serve(kind: str, port: int, folder: Path) -> None:
         await server.serve_forever()
     else:
         server = grpc.aio.server(options=_GRPC_OPTIONS)
-        server.add_generic_rpc_handlers((grpc_handlers(captured, outputs),))
+        handlers = floor_handlers if kind == "grpc-floor" else grpc_handlers
+        server.add_generic_rpc_handlers((handlers(captured, outputs),))
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
         print("canned_started", flush=True)

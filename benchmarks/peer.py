@@ -5,9 +5,11 @@ Triton Inference Server's binary ships in the ``nvidia-pytriton`` wheel
 triton-peer.md has the facts that make it run on a CPU machine). Both
 servers load the same python-backend models (benchmarks/peer_models: the
 ``TritonPythonModel`` API, which our python plugin serves too), and the
-same perf_analyzer measures ours, Triton and the bare grpc.aio echo server
-(canned.py: the ceiling of Python's gRPC stack) one after the other, round
-after round; the rows show medians and the median per-round ratios.
+same perf_analyzer measures ours, Triton, the bare grpc.aio echo server
+(canned.py ``grpc``: protobuf both ways, as a plain Python servicer) and
+grpc.aio's floor (canned.py ``grpc-floor``: bytes in, canned bytes out, no
+work in Python; no server built on grpcio can beat it) one after the other,
+round after round; the rows show medians and the median per-round ratios.
 Without the peer installed its column is left out, with a note.
 """
 
@@ -137,25 +139,27 @@ def measure_peer_rows(
     rows = []
     with ServerProcess("--model-repository", str(PEER_MODELS), "--load-model", "*", *server_args.split()) as ours:
         capture(ours, {s.model for s in chosen}, folder)
-        bare = canned_type("grpc", folder)
+        bare, floor = canned_type("grpc", folder), canned_type("grpc-floor", folder)
         peer = TritonPeer(tree, PEER_MODELS) if tree is not None else None
         try:
             for scenario in chosen:
-                rounds = [_round(scenario, measure, ours.grpc_url, peer, bare) for _ in range(max(1, repeat))]
+                rounds = [_round(scenario, measure, ours.grpc_url, peer, bare, floor) for _ in range(max(1, repeat))]
                 rows.append(_median_round(scenario, rounds))
         finally:
             bare.stop()
+            floor.stop()
             if peer is not None:
                 peer.stop()
     shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
-def _round(scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | None, bare) -> dict:
+def _round(scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | None, bare, floor) -> dict:
     rates = {"ours": measure(scenario, ours_url)}
     if peer is not None:
         rates["triton"] = measure(scenario, peer.grpc_url)
     rates["bare"] = measure(scenario, f"127.0.0.1:{bare.port}")
+    rates["floor"] = measure(scenario, f"127.0.0.1:{floor.port}")
     print(f"measured {scenario.label}: " + ", ".join(f"{k} {v:.1f}/s" for k, v in rates.items()), file=sys.stderr, flush=True)
     return rates
 
@@ -166,19 +170,25 @@ def _median_round(scenario: PeerScenario, rounds: list[dict]) -> dict:
         return ordered[len(ordered) // 2] if ordered else 0.0
 
     row: dict = {"scenario": scenario.label, "runs": len(rounds)}
-    for name in ("ours", "triton", "bare"):
+    for name in ("ours", "triton", "bare", "floor"):
         if name in rounds[0]:
             row[name] = median([r[name] for r in rounds])
-    for name in ("triton", "bare"):
+    if "triton" in rounds[0]:  # grpcio's own limit: its floor as a share of Triton's rate
+        row["floor_of_triton"] = median([r["floor"] / r["triton"] if r["triton"] else 0.0 for r in rounds])
+    for name in ("triton", "bare", "floor"):
         if name in rounds[0]:
             row[f"of_{name}"] = median([r["ours"] / r[name] if r[name] else 0.0 for r in rounds])
     return row
 
 
 def print_peer_table(rows: list[dict]) -> None:
-    print(f"\n| {'scenario':36} | {'ours /s':>9} | {'triton /s':>9} | {'bare aio /s':>11} | {'of triton':>9} | {'of bare':>7} |")
-    print(f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 9}|")
+    """One line per scenario; "floor of triton" is the best any grpcio server could do."""
+    print(f"\n| {'scenario':36} | {'ours /s':>9} | {'triton /s':>9} | {'bare aio /s':>11} | {'floor /s':>9} "
+          f"| {'of triton':>9} | {'of bare':>7} | {'of floor':>8} | {'floor of triton':>15} |")
+    print(f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 10}|{'-' * 17}|")
     for row in rows:
         triton = f"{row['triton']:.1f}" if "triton" in row else "-"
         of_triton = f"{row['of_triton']:.2f}" if "of_triton" in row else "-"
-        print(f"| {row['scenario']:36} | {row['ours']:9.1f} | {triton:>9} | {row['bare']:11.1f} | {of_triton:>9} | {row['of_bare']:7.2f} |")
+        floor_of_triton = f"{row['floor_of_triton']:.2f}" if "floor_of_triton" in row else "-"
+        print(f"| {row['scenario']:36} | {row['ours']:9.1f} | {triton:>9} | {row['bare']:11.1f} | {row['floor']:9.1f} "
+              f"| {of_triton:>9} | {row['of_bare']:7.2f} | {row['of_floor']:8.2f} | {floor_of_triton:>15} |")

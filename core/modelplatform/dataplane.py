@@ -30,7 +30,6 @@ from .model_config import ModelConfig, TensorSpec
 from .models import IndexEntry, LoadOverride, ModelManager, ModelVersion
 from .observing import RequestObserver
 from .stats import ModelStats
-from .validation import validate_request
 
 #: A load's replacement configuration: Triton's JSON form, as a document or its text.
 ConfigJson = Mapping[str, Any] | str
@@ -268,7 +267,7 @@ class DataPlane:
         model.enter()
         scheduled = False
         try:
-            validate_request(request, model.config)
+            model.rules.check(request)
             if model.config.decoupled:  # its responses need a streaming call
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
@@ -329,7 +328,7 @@ class DataPlane:
         call = Call(model, request.model_name, request.model_version)
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
-                validate_request(request, model.config)
+                model.rules.check(request)
                 # aclosing: a consumer that stops early stops the backend now, not at GC.
                 async with contextlib.aclosing(call.instance.stream(request)) as responses:
                     async for response in responses:

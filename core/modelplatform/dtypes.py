@@ -46,6 +46,10 @@ _FROM_NUMPY: Final[dict[np.dtype, str]] = {
     dtype: name for name, dtype in NUMPY_DTYPES.items() if name not in ("BF16",)
 }
 _LENGTH = struct.Struct("<I")
+#: The wire's byte order for each fixed-size datatype, made once (newbyteorder builds a dtype).
+_WIRE_DTYPES: Final[dict[str, np.dtype]] = {
+    name: dtype.newbyteorder("<") for name, dtype in NUMPY_DTYPES.items() if name != "BYTES"
+}
 
 
 def numpy_dtype(datatype: str) -> np.dtype:
@@ -122,7 +126,10 @@ def decode_bytes(
 
 def from_buffer(buffer: bytes | memoryview, datatype: str, count: int) -> np.ndarray:
     """A zero-copy flat array over ``buffer`` for a fixed-size datatype."""
-    dtype = numpy_dtype(datatype).newbyteorder("<")
+    dtype = _WIRE_DTYPES.get(datatype)
+    if dtype is None:
+        numpy_dtype(datatype)  # unknown: its error
+        raise InvalidArgument(f"{datatype} data has no fixed-size raw form")
     expected = count * dtype.itemsize
     if len(buffer) != expected:
         raise InvalidArgument(

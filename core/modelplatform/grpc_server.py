@@ -81,7 +81,10 @@ def grpc_guard(
     async def guarded(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         context: grpc.aio.ServicerContext = args[-1]
         try:
-            with transport_deadline(context.time_remaining(), GRPC_DEADLINE):
+            remaining = context.time_remaining()
+            if remaining is None:  # no deadline (most calls): no context manager to enter
+                return await handler(*args, **kwargs)
+            with transport_deadline(remaining, GRPC_DEADLINE):
                 return await handler(*args, **kwargs)
         except grpc.aio.AbortError:
             raise

@@ -1,9 +1,12 @@
 """Checks that run before any backend does.
 
 ``element_count`` is for codecs: call it on a client-sent shape before
-allocating anything. ``validate_request`` is the dataplane's: it compares a
-decoded request with the model's declaration and names the model, the tensor,
-what was expected and what arrived.
+allocating anything. ``validate_request`` compares a decoded request with the
+model's declaration and names the model, the tensor, what was expected and
+what arrived. :class:`RequestRules` is the dataplane's form of it: the same
+checks with what they need from the configuration worked out once per loaded
+version, so a request that fits costs a few dict lookups; one that does not
+goes through ``validate_request`` for the words.
 """
 
 from __future__ import annotations
@@ -49,6 +52,52 @@ def _shown(shape: Sequence[int]) -> str:
     """A client's shape for a message, cut short: it may hold thousands of dimensions."""
     text = str(list(shape))
     return text if len(text) <= 200 else text[:200] + "...]"
+
+
+class RequestRules:
+    """``validate_request`` for one configuration, prepared once (the module's docstring)."""
+
+    __slots__ = ("config", "_inputs", "_required", "_outputs", "_max_batch")
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self._inputs = {spec.name: spec for spec in config.inputs}
+        self._required = frozenset(spec.name for spec in config.inputs if not spec.optional)
+        self._outputs = frozenset(spec.name for spec in config.outputs) if config.outputs else None
+        self._max_batch = config.max_batch_size
+
+    def check(self, request: InferenceRequest) -> None:
+        """Raise what ``validate_request`` raises unless the request fits the model."""
+        if not self._fits(request):
+            validate_request(request, self.config)
+
+    def _fits(self, request: InferenceRequest) -> bool:
+        inputs, max_batch = self._inputs, self._max_batch
+        seen: set[str] = set()
+        batch = -1
+        for tensor in request.inputs:
+            spec = inputs.get(tensor.name)
+            shape = tensor.shape
+            if (
+                spec is None
+                or tensor.name in seen
+                or tensor.datatype != spec.datatype
+                or not _shape_matches(spec.dims, shape, max_batch)
+                or tensor.data.size != _product(shape)
+            ):
+                return False
+            seen.add(tensor.name)
+            if max_batch > 0:
+                if batch >= 0 and shape[0] != batch:
+                    return False
+                batch = shape[0]
+        if not self._required <= seen:
+            return False
+        if request.outputs is not None and self._outputs is not None:
+            for output in request.outputs:
+                if output.name not in self._outputs:
+                    return False
+        return True
 
 
 def validate_request(request: InferenceRequest, config: ModelConfig) -> None:

@@ -15,6 +15,7 @@ from ..errors import ModelNotFound, ModelNotReady
 from ..model_config import ModelConfig
 from ..scheduling import Scheduler
 from ..stats import ModelStats
+from ..validation import RequestRules
 from .override import Source
 
 #: Key of a failure that concerns the whole model (bad config), not one version.
@@ -45,6 +46,15 @@ class ModelVersion:
     stats: ModelStats | None = None
     in_flight: int = 0
     _drained: asyncio.Event = field(default_factory=asyncio.Event)
+    _rules: RequestRules | None = None
+
+    @property
+    def rules(self) -> RequestRules:
+        """The request checks for the current config (a backend may complete it at load)."""
+        rules = self._rules
+        if rules is None or rules.config is not self.config:
+            rules = self._rules = RequestRules(self.config)
+        return rules
 
     @property
     def version_str(self) -> str:

@@ -53,7 +53,9 @@ class InferRunner:
         self.phases = PhaseClock()
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        if len(batch) > 1 and self._joins:
+        if len(batch) == 1:  # the common case, without a comprehension's frame
+            return [await self._execute_one(batch[0])]
+        if self._joins:
             joined = await self._execute_joined(batch)
             if joined is not None:
                 return joined
@@ -82,8 +84,12 @@ class InferRunner:
     async def _execute_one(
         self, request: InferenceRequest
     ) -> InferenceResponse | ModelPlatformError:
+        phases = self.phases
         try:
-            return self._response(request, await self._timed_infer(request.arrays()))
+            phases.inputs_ready()
+            outputs = await self._infer(request.arrays())
+            phases.outputs_started()
+            return self._response(request, outputs)
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - user code fails its own request only

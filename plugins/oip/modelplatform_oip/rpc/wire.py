@@ -109,7 +109,13 @@ def _read_varint(data: bytes, position: int) -> tuple[int, int]:
     return 0, -1
 
 
+#: The varints of 0-127: one byte each (a small tensor's length), made once.
+_ONE_BYTE_VARINTS = tuple(bytes([value]) for value in range(0x80))
+
+
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _ONE_BYTE_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
