@@ -34,7 +34,7 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only metrics --repeat 5"
     make bench BENCH_ARGS="--only tls --repeat 5"
     make bench BENCH_ARGS="--only shm"
-    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer) and bare grpc.aio
+    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer), bare grpc.aio and its floor
     make bench BENCH_ARGS="--only pipelines"
 
 The "shm" rows (shm_rows.py) measure identity_fp32 at 1, 16 and 64 MiB
@@ -46,8 +46,9 @@ OIP wrk).
 
 The "peer" rows (peer.py) measure `simple` and `identity_fp32` over gRPC
 against our server, Triton's own server (when `make triton-peer` installed
-it) and a bare grpc.aio echo server, round after round, all serving the same
-python-backend model files; they print a table of their own.
+it), a bare grpc.aio echo server and grpc.aio's floor (no work in Python),
+round after round, all serving the same python-backend model files; they
+print a table of their own.
 
 The "pipelines" rows (benchmarks/pipelines.py) time a nested model call (BLS)
 against calling the inner model directly, in process, and a two-step ensemble
