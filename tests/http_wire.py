@@ -7,6 +7,7 @@ import json
 import socket
 
 import numpy as np
+import pytest
 
 
 def exchange(
@@ -72,11 +73,26 @@ def get_status(port: int, path: str) -> int:
 
 
 def peak_rss(pid: int) -> int:
+    return status_bytes(pid, "VmHWM")
+
+
+def status_bytes(pid: int, field: str) -> int:
+    """A size line of /proc/<pid>/status (VmHWM, RssShmem, ...) in bytes."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
+    raise AssertionError(f"no {field} in /proc status")
+
+
+def reset_peak(pid: int) -> int:
+    """Set VmHWM to the current resident size; answer that size (skips where the kernel can't)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as clear:
+            clear.write("5")
+    except OSError as error:
+        pytest.skip(f"cannot reset the peak resident size here: {error}")
+    return peak_rss(pid)
 
 
 def binary_infer(port: int, data: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any
 
 
 from ..conftest import MODEL_REPOSITORY
-from ..http_wire import binary_infer, peak_rss  # noqa: F401 - the shm tests import them from here
+from ..http_wire import binary_infer, peak_rss, reset_peak, status_bytes  # noqa: F401 - the shm tests import them from here
 
 #: Sleeps before answering its input: a request that is still in flight when the test acts.
 SLOW_MODEL = '''

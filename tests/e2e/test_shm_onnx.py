@@ -31,7 +31,7 @@ import tritonclient.utils.shared_memory as shm
 from modelplatform.testing import ServerProcess
 
 from ..plugins.onnxruntime.graphs import add_model, graph
-from .shm_support import get, peak_rss, post, run_client
+from .shm_support import get, peak_rss, post, reset_peak, run_client, status_bytes
 
 PROTOCOLS = ["http", "grpc"]
 MiB = 1024 * 1024
@@ -181,30 +181,13 @@ def test_dynamically_batched_requests_fill_their_own_windows(server, region, pro
     assert now_executed - executed < 4, "the batcher merged nothing: the copy path went untested"
 
 
-def _resident(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) * 1024
-    pytest.skip(f"no {field} in /proc/{pid}/status")
-
-
-def _reset_peak(pid: int) -> None:
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as clear:
-            clear.write("5")
-    except OSError as error:
-        pytest.skip(f"cannot reset the peak resident size here: {error}")
-
-
 def _private_peak_growth(server, protocol: str, model: str, count: int) -> int:
     """How far one 64 MiB request raised the server's peak memory, region pages left out."""
     pid = server.process.pid
-    _reset_peak(pid)
-    start, shared = peak_rss(pid), _resident(pid, "RssShmem")
+    start, shared = reset_peak(pid), status_bytes(pid, "RssShmem")
     url = server.http_url if protocol == "http" else server.grpc_url
     run_client(protocol, url, BIG_INFER, model=model, count=count)
-    return peak_rss(pid) - start - (_resident(pid, "RssShmem") - shared)
+    return peak_rss(pid) - start - (status_bytes(pid, "RssShmem") - shared)
 
 
 def test_a_64mib_output_is_written_by_onnx_runtime_with_no_copy(server, region):

@@ -21,7 +21,7 @@ import tritonclient.utils.shared_memory as shm
 from modelplatform.testing import ServerProcess
 
 from ..conftest import MODEL_REPOSITORY
-from .shm_support import binary_infer, peak_rss, post, run_client
+from .shm_support import binary_infer, peak_rss, post, reset_peak, run_client
 
 MiB = 1024 * 1024
 SIZE = 64 * MiB
@@ -60,16 +60,6 @@ def regions(server):
     post(server.http_port, "/v2/systemsharedmemory/unregister")
     shm.destroy_shared_memory_region(given)
     shm.destroy_shared_memory_region(answer)
-
-
-def reset_peak(pid: int) -> int:
-    """Set VmHWM to the current resident size; answer that size."""
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as clear:
-            clear.write("5")
-    except OSError as error:
-        pytest.skip(f"cannot reset the peak resident size here: {error}")
-    return peak_rss(pid)
 
 
 def shm_infer(server, protocol: str, count: int) -> None:
