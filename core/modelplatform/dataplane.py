@@ -162,6 +162,15 @@ class DataPlane:
         """Models on disk and loaded, by name; one never loaded has an entry with only a name."""
         return self._models.index(ready_only)
 
+    async def repository_index(self, ready_only: bool = False) -> list[IndexEntry]:
+        """:meth:`index` as the repository holds it now: a remote repository (``s3://``...)
+        is listed (one bounded listing per call, see RemoteListing), not its local mirror.
+
+        The repository extension's index calls this; raises ``Unavailable``
+        naming the URL when the store cannot be listed in time.
+        """
+        return await self._models.repository_index(ready_only)
+
     def repository_config(self, name: str) -> ModelConfig | None:
         """``name``'s configuration as its repository folder declares it, loaded or not.
 

@@ -109,8 +109,9 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
     answers. The source mirrors the remote repository into a local folder
     (its ``local_root``, mirrored before returning), which the core scans and
     loads from; the core calls ``fetch_model(name)`` before an explicit load
-    of ``name``, ``refresh()`` before each poll scan and ``close()`` at exit,
-    in a worker thread. Raise ``ModelPlatformError`` with one line naming the
+    of ``name``, ``refresh()`` before each poll scan, ``model_names()`` for
+    each repository index call (one bounded listing; waited for at most
+    ``LISTING_TIMEOUT_S``) and ``close()`` at exit, in a worker thread. Raise ``ModelPlatformError`` with one line naming the
     URL when it cannot be read (wrong credential, missing bucket, unreachable
     endpoint): the server stops at start with that line and exit code 2.
     Under ``--workers N`` it is called again in every worker, whose

@@ -6,7 +6,8 @@ load arriving while an identical one is pending joins it. Under
 ``--workers N`` a :class:`Replicator`, handed to the constructor by the
 composition root, applies every API load or unload on the sibling workers too.
 With a remote repository, a load first brings that model's folder in step
-with the bucket (``RepositorySource.fetch_model``).
+with the bucket (``RepositorySource.fetch_model``), and the repository index
+lists the bucket's model folders rather than the mirror's (``RemoteListing``).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from .. import repository
 from ..backend import BackendRegistry
 from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
-from ..remote_repository import RepositorySource
+from ..remote_repository import RemoteListing, RepositorySource
 from ..stats import ModelStats
 from .loading import Loader
 from .override import LoadOverride
@@ -57,6 +58,7 @@ class ModelManager:
         self._replicator = replicator
         #: The remote repository ``root`` mirrors (``--model-repository s3://...``), else None.
         self._remote = remote
+        self._listing = RemoteListing(remote) if remote is not None else None
         #: Counters of models as a whole (version ""): loads and unloads here, requests
         #: refused before any version took them (the dataplane). "" holds the names the
         #: server does not know, so clients cannot add entries.
@@ -120,8 +122,26 @@ class ModelManager:
         return [name for name, model in self._models.items() if model.serving()]
 
     def index(self, ready_only: bool = False) -> list[IndexEntry]:
-        """Models on disk and loaded, Triton style: never-loaded ones carry only a name."""
-        names = set(repository.model_names(self.root)) | set(self._models)
+        """Models on disk and loaded, Triton style: never-loaded ones carry only a name.
+
+        Reads the local folder only (the mirror, for a remote repository):
+        cheap enough for a metrics scrape. The repository API calls
+        :meth:`repository_index`.
+        """
+        return self._entries(repository.model_names(self.root), ready_only)
+
+    async def repository_index(self, ready_only: bool = False) -> list[IndexEntry]:
+        """:meth:`index` with a remote repository's model folders as listed now.
+
+        ``ready_only`` lists only loaded models, so the store is not asked.
+        Raises ``Unavailable`` naming the URL when the listing fails or is slow.
+        """
+        if self._listing is None or ready_only:
+            return self.index(ready_only)
+        return self._entries(await self._listing.model_names(), ready_only)
+
+    def _entries(self, on_disk: Iterable[str], ready_only: bool) -> list[IndexEntry]:
+        names = set(on_disk) | set(self._models)
         entries: list[IndexEntry] = []
         for name in sorted(names):
             model = self._models.get(name)

@@ -42,8 +42,9 @@ class RepositoryOperations:
                 f"repository '{name}' is not served; this server serves '{self.repository_name}'"
             )
 
-    def index(self, ready_only: bool) -> list[IndexEntry]:
-        return self.dataplane.index(ready_only)
+    async def index(self, ready_only: bool) -> list[IndexEntry]:
+        """Every model of the repository as it is now (a bucket is listed, not its mirror)."""
+        return await self.dataplane.repository_index(ready_only)
 
     async def load(self, name: str, params: LoadParameters) -> None:
         check_control_mode(self.mode)

@@ -93,7 +93,7 @@ class RepositoryRoutes:
         ready = _body(request).get("ready", False)
         if not isinstance(ready, bool):
             raise InvalidArgument("'ready' must be a boolean")
-        entries = [entry_json(e) for e in self.ops.index(ready)]
+        entries = [entry_json(e) for e in await self.ops.index(ready)]
         return HttpReply(200, orjson.dumps(entries))
 
     async def load(self, request: HttpRequest) -> HttpReply:

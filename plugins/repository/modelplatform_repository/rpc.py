@@ -61,7 +61,7 @@ class RepositoryService:
             pb.RepositoryIndexResponse.ModelIndex(
                 name=e.name, version=e.version, state=e.state, reason=e.reason
             )
-            for e in self.ops.index(request.ready)
+            for e in await self.ops.index(request.ready)
         ]
         return pb.RepositoryIndexResponse(models=models)
 

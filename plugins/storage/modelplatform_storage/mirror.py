@@ -7,7 +7,8 @@ objects are downloaded, files whose object is gone are deleted. A kept
 mirror (``TRITON_AWS_MOUNT_DIRECTORY``) keeps its manifest, so a restart
 downloads only what changed. Several processes may share one mirror (the
 workers of ``--workers N``): each change happens under a lock on the folder,
-after re-reading the manifest another process may have written.
+after re-reading the manifest another process may have written. The index
+asks for the bucket's model folders (``model_names``) without touching the mirror.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ import structlog
 from modelplatform import Unavailable
 
 from .failures import described
-from .filesystems import Listing, RemoteFile, fetch_file, list_files
+from .filesystems import (
+    MAX_TOP_LEVEL_ENTRIES,
+    Listing,
+    RemoteFile,
+    fetch_file,
+    list_files,
+    top_level_folders,
+)
 from .locations import Location
 
 log = structlog.get_logger("modelplatform_storage")
@@ -68,6 +76,15 @@ class BucketMirror:
         """``name``'s folder in step with the bucket (deleted when the bucket holds none)."""
         self._sync(self._listed(name), scope=name)
 
+    def model_names(self) -> list[str]:
+        """The model folders the bucket holds now (one listing, bounded); hidden ones left out."""
+        with self._described_errors():
+            names, cut = top_level_folders(self._fs, self._where.root)
+        if cut:
+            log.warning("repository_listing_truncated", url=self.location,
+                        entries=MAX_TOP_LEVEL_ENTRIES, models=len(names))  # fmt: skip
+        return sorted({name for name in names if name and not name.startswith(".")})
+
     def close(self) -> None:
         if self._owned and self._root.exists():
             shutil.rmtree(self._root, ignore_errors=True)
@@ -75,10 +92,8 @@ class BucketMirror:
 
     def _listed(self, scope: str) -> Listing:
         folder = f"{self._where.root}/{scope}" if scope else self._where.root
-        try:
+        with self._described_errors():
             listing = list_files(self._fs, folder)
-        except Exception as error:  # noqa: BLE001 - every library error becomes one line
-            raise described(error, self.location, self._where.bucket) from None
         prefix = f"{scope}/" if scope else ""
         return {prefix + path: info for path, info in listing.items() if _safe(prefix + path)}
 
@@ -103,11 +118,17 @@ class BucketMirror:
         return self._manifest.get(path) != info or not (self._root / path).is_file()
 
     def _fetch(self, path: str, info: RemoteFile) -> None:
-        try:
+        with self._described_errors():
             fetch_file(self._fs, f"{self._where.root}/{path}", self._root / path)
+        self._manifest[path] = info
+
+    @contextlib.contextmanager
+    def _described_errors(self) -> Iterator[None]:
+        """Every library error as one line naming the URL (failures.py)."""
+        try:
+            yield
         except Exception as error:  # noqa: BLE001 - every library error becomes one line
             raise described(error, self.location, self._where.bucket) from None
-        self._manifest[path] = info
 
     def _forget(self, path: str) -> None:
         local = self._root / path

@@ -82,3 +82,40 @@ def test_a_failed_open_leaves_no_temporary_folder(s3, tmp_path, monkeypatch):
     with pytest.raises(Unavailable, match="does not exist"):
         open_mirror(parse(url), s3.keys.env())
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- model_names: what the repository index lists ----
+
+
+def test_model_names_lists_the_bucket_now_not_the_mirror(s3, bucket, tmp_path):
+    mirror = _mirror(s3, bucket, tmp_path)
+    s3.upload(bucket, "models", MODEL_REPOSITORY / "identity_fp32")
+    s3.client().put_object(Bucket=bucket, Key="models/.hidden/config.pbtxt", Body=b"")
+    s3.client().put_object(Bucket=bucket, Key="models/README.md", Body=b"a loose object")
+    s3.client().put_object(Bucket=bucket, Key="elsewhere/other/config.pbtxt", Body=b"")
+    assert mirror.model_names() == ["identity_fp32", "simple"]
+    assert not (tmp_path / "identity_fp32").exists()  # listed, not fetched
+    s3.client().delete_object(Bucket=bucket, Key="models/simple/config.pbtxt")
+    s3.client().delete_object(Bucket=bucket, Key="models/simple/1/model.py")
+    assert mirror.model_names() == ["identity_fp32"]
+    assert (tmp_path / "simple").is_dir()  # the mirror is left as it was
+
+
+def test_model_names_stops_reading_at_the_entry_bound(s3, bucket, tmp_path, monkeypatch):
+    client = s3.client()
+    for number in range(12):
+        client.put_object(Bucket=bucket, Key=f"models/m{number:02d}/config.pbtxt", Body=b"")
+    mirror = _mirror(s3, bucket, tmp_path)
+    assert len(mirror.model_names()) == 13
+    monkeypatch.setattr("modelplatform_storage.filesystems.MAX_TOP_LEVEL_ENTRIES", 5)
+    assert mirror.model_names() == ["m00", "m01", "m02", "m03", "m04"]
+
+
+def test_model_names_names_the_url_when_the_bucket_is_gone(s3, bucket, tmp_path):
+    mirror = _mirror(s3, bucket, tmp_path)
+    client = s3.client()
+    for item in client.list_objects_v2(Bucket=bucket)["Contents"]:
+        client.delete_object(Bucket=bucket, Key=item["Key"])
+    client.delete_bucket(Bucket=bucket)
+    with pytest.raises(Unavailable, match=f"{bucket}.*bucket '{bucket}' does not exist"):
+        mirror.model_names()
