@@ -35,6 +35,7 @@ from modelplatform import (
 from ..protos import grpc_service_pb2 as pb
 from ..regions import Regions
 from .logging_ext import LogSettingsRpc
+from .stream_errors import FirstError, ends_on_first_error
 from .tensors import decode_request, encode_response, encode_response_bytes
 from .wire import InferCall, read_infer_request
 
@@ -132,9 +133,13 @@ class OipService:
     ) -> None:
         """Every response of each request (decoupled models: several), in completion order.
 
-        Errors go in ``error_message``. The call's deadline bounds every
+        Errors go in ``error_message``, or, when the client opened the stream
+        with ``triton_grpc_error: true``, the first one ends the stream as its
+        gRPC status (stream_errors.py). The call's deadline bounds every
         request of the stream (each task copies it from this one's context).
         """
+        reader = asyncio.current_task()
+        first_error = FirstError(reader) if ends_on_first_error(context) else None
         window = asyncio.Semaphore(STREAM_WINDOW)
         write_lock = asyncio.Lock()
         pending: set[asyncio.Task[None]] = set()
@@ -142,14 +147,24 @@ class OipService:
             with transport_deadline(context.time_remaining(), "gRPC deadline"):
                 async for request in requests:
                     await window.acquire()
-                    task = asyncio.ensure_future(self._stream_one(request, context, window, write_lock))
+                    task = asyncio.ensure_future(
+                        self._stream_one(request, context, window, write_lock, first_error)
+                    )
                     pending.add(task)
                     task.add_done_callback(pending.discard)
             if pending:
                 await asyncio.gather(*pending)
+        except asyncio.CancelledError:
+            if first_error is None or first_error.status is None:
+                raise  # the client went away or missed its deadline
+            reader.uncancel()  # our own cancel: a request failed
         finally:
-            for task in pending:  # the client went away: drop what it will never read
+            for task in pending:  # the client went away, or the stream ends: drop the rest
                 task.cancel()
+        if first_error is not None and first_error.status is not None:
+            if pending:  # no write of theirs may follow the status
+                await asyncio.wait(set(pending))
+            await first_error.abort(context)
 
     async def _stream_one(
         self,
@@ -157,6 +172,7 @@ class OipService:
         context: grpc.aio.ServicerContext,
         window: asyncio.Semaphore,
         write_lock: asyncio.Lock,
+        first_error: FirstError | None,
     ) -> None:
         async def write(reply: pb.ModelStreamInferResponse) -> None:
             async with write_lock:
@@ -169,10 +185,16 @@ class OipService:
             except ModelPlatformError as error:
                 if not counted_in_call():  # refused while decoding: no edge sees a stream's errors
                     self.dataplane.count_refused(request.model_name)
-                await write(pb.ModelStreamInferResponse(error_message=error.message))
+                if first_error is not None:
+                    first_error.end_stream(error)
+                else:
+                    await write(pb.ModelStreamInferResponse(error_message=error.message))
             except Exception as error:  # noqa: BLE001 - one request fails alone
                 log.error("stream_request_failed", error=type(error).__name__)
-                await write(pb.ModelStreamInferResponse(error_message=f"internal error: {error}"))
+                if first_error is not None:
+                    first_error.end_stream(error)
+                else:
+                    await write(pb.ModelStreamInferResponse(error_message=f"internal error: {error}"))
         finally:
             window.release()
 
