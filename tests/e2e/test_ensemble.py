@@ -27,8 +27,12 @@ ONES = np.ones((1, 16), dtype=np.int32)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    repository = make_repository(tmp_path_factory.mktemp("ensembles"))
+def repository(tmp_path_factory):
+    return make_repository(tmp_path_factory.mktemp("ensembles"))
+
+
+@pytest.fixture(scope="module")
+def server(repository):
     with ServerProcess("--model-repository", str(repository), "--model-control-mode", "explicit",
                        "--load-model", "*") as process:
         yield process
@@ -178,13 +182,19 @@ def test_a_bad_wiring_fails_the_load_naming_step_and_tensor(server, case):
     assert index(server.http_url)["bad_ensemble"]["state"] == "READY"  # the good one kept serving
 
 
-def test_a_model_is_not_unloaded_while_an_ensemble_using_it_has_a_request_in_flight(server, client):
+def test_a_model_is_not_unloaded_while_an_ensemble_using_it_has_a_request_in_flight(server, client, repository):
     answers: list = []
+    started = repository / "double_slower" / "1" / "started"  # its first step touches it
+    started.unlink(missing_ok=True)
     request = threading.Thread(target=lambda: answers.append(
         post(server.http_url, "/v2/models/slow_chain/infer", json.dumps(
             {"inputs": [{"name": "IN", "shape": [1], "datatype": "FP32", "data": [1.5]}]}).encode())))
     request.start()
-    time.sleep(0.6)  # the request is in its first step (1.5 s); `tenfold` is its second
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert started.exists(), "the ensemble's request never reached its first step"
+    # The request is in its first step (1.5 s); `tenfold` is its second.
     client.unload_model("tenfold")  # returns once the ensemble's request has finished
     assert answers, "the unload returned before the ensemble's request had finished"
     request.join()

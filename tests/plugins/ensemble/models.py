@@ -11,6 +11,7 @@ from ...conftest import MODEL_REPOSITORY
 
 #: FP32 in, FP32 out: OUTPUT0 = INPUT0 * factor, after sleeping ``sleep`` seconds (on its thread).
 SCALE_PY = '''
+import pathlib
 import time
 
 
@@ -18,8 +19,11 @@ class Model:
     def load(self, config, version_dir):
         self.factor = float(config.parameters.get("factor", "1"))
         self.sleep = float(config.parameters.get("sleep", "0"))
+        self.started = pathlib.Path(version_dir) / "started"
 
     def infer(self, inputs):
+        if self.sleep:
+            self.started.touch()  # a test waits for this rather than for a guessed time
         time.sleep(self.sleep)
         return {"OUTPUT0": inputs["INPUT0"] * self.factor}
 '''
