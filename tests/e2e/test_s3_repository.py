@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,10 +50,7 @@ def s3() -> Iterator[MotoServer]:
 @pytest.fixture
 def bucket(s3: MotoServer) -> str:
     """A fresh bucket holding models/simple."""
-    name = f"models-{uuid.uuid4().hex[:12]}"
-    s3.client().create_bucket(Bucket=name)
-    s3.upload(name, "models", MODEL_REPOSITORY / "simple")
-    return name
+    return s3.bucket_holding("models", MODEL_REPOSITORY / "simple")
 
 
 A = np.arange(16, dtype=np.int32).reshape(1, 16)

@@ -13,7 +13,6 @@ import json
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -42,10 +41,7 @@ def s3() -> Iterator[MotoServer]:
 @pytest.fixture
 def bucket(s3: MotoServer) -> str:
     """A fresh bucket holding models/simple (a repository must hold something at start)."""
-    name = f"index-{uuid.uuid4().hex[:12]}"
-    s3.client().create_bucket(Bucket=name)
-    s3.upload(name, "models", MODEL_REPOSITORY / "simple")
-    return name
+    return s3.bucket_holding("index", MODEL_REPOSITORY / "simple")
 
 
 def _http_index(server: ServerProcess, ready: bool = False) -> list[dict[str, str]]:

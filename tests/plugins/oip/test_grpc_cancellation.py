@@ -17,34 +17,13 @@ from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
-CONFIG = """
-name: "slow"
-backend: "python"
-max_batch_size: 0
-input [ { name: "SECONDS" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "DONE" data_type: TYPE_FP32 dims: [ 1 ] } ]
-instance_group [ { count: 2 kind: KIND_CPU } ]
-"""
-MODEL = """
-import asyncio
-from pathlib import Path
-
-
-class Model:
-    async def infer(self, inputs):
-        seconds = float(inputs["SECONDS"][0])
-        await asyncio.sleep(seconds)
-        Path(__file__).with_name(f"finished-{seconds}").touch()
-        return {"DONE": inputs["SECONDS"]}
-"""
+from .slow_model import add_slow_model
 
 
 @pytest.fixture(scope="module")
 def slow_server(tmp_path_factory):
     repository = tmp_path_factory.mktemp("repository")
-    (repository / "slow" / "1").mkdir(parents=True)
-    (repository / "slow" / "config.pbtxt").write_text(CONFIG)
-    (repository / "slow" / "1" / "model.py").write_text(MODEL)
+    add_slow_model(repository, instances=2)
     with ServerProcess("--model-repository", str(repository)) as process:
         process.version_dir = repository / "slow" / "1"
         yield process

@@ -27,32 +27,12 @@ from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
+from .slow_model import add_slow_model
+
 ROOT = Path(__file__).resolve().parents[3]
 PROBE = Path(__file__).with_name("stream_error_probe.py")
 ERROR_MODE = (("triton_grpc_error", "true"),)
 WAIT = 30  # seconds for one answer: generous on a loaded machine
-
-SLOW_CONFIG = """
-name: "slow"
-backend: "python"
-max_batch_size: 0
-input [ { name: "SECONDS" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "DONE" data_type: TYPE_FP32 dims: [ 1 ] } ]
-instance_group [ { count: 4 kind: KIND_CPU } ]
-"""
-SLOW_MODEL = """
-import asyncio
-from pathlib import Path
-
-
-class Model:
-    async def infer(self, inputs):
-        seconds = float(inputs["SECONDS"][0])
-        await asyncio.sleep(seconds)
-        Path(__file__).with_name(f"finished-{seconds}").touch()
-        return {"DONE": inputs["SECONDS"]}
-"""
-
 
 @pytest.fixture(scope="module")
 def stream_server(tmp_path_factory) -> Iterator[ServerProcess]:
@@ -60,9 +40,7 @@ def stream_server(tmp_path_factory) -> Iterator[ServerProcess]:
     shutil.copytree(ROOT / "model_repository" / "simple", repository / "simple")
     shutil.copytree(ROOT / "tests" / "e2e" / "streaming_models" / "fail_midway",
                     repository / "fail_midway")
-    (repository / "slow" / "1").mkdir(parents=True)
-    (repository / "slow" / "config.pbtxt").write_text(SLOW_CONFIG)
-    (repository / "slow" / "1" / "model.py").write_text(SLOW_MODEL)
+    add_slow_model(repository, instances=4)
     with ServerProcess("--model-repository", str(repository)) as process:
         process.slow_dir = repository / "slow" / "1"
         yield process

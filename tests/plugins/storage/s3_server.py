@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,13 @@ class MotoServer:
                 client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
         for key, body in (files or {}).items():
             client.put_object(Bucket=bucket, Key=key, Body=body)
+
+    def bucket_holding(self, name_prefix: str, model: Path) -> str:
+        """A new bucket (``<name_prefix>-<random>``) holding ``model`` under ``models/``."""
+        name = f"{name_prefix}-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        self.upload(name, "models", model)
+        return name
 
     def _wait_listening(self) -> None:
         deadline = time.monotonic() + 60

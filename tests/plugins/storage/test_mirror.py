@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -31,10 +30,7 @@ def keys(s3: MotoServer, monkeypatch) -> None:
 
 @pytest.fixture
 def bucket(s3: MotoServer) -> str:
-    name = f"mirror-{uuid.uuid4().hex[:12]}"
-    s3.client().create_bucket(Bucket=name)
-    s3.upload(name, "models", MODEL_REPOSITORY / "simple")
-    return name
+    return s3.bucket_holding("mirror", MODEL_REPOSITORY / "simple")
 
 
 def _mirror(s3: MotoServer, bucket: str, tmp_path, **env: str):
