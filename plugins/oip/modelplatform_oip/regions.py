@@ -21,10 +21,13 @@ import numpy as np
 
 from modelplatform import (
     Codec,
+    DataPlane,
+    DecoupledModel,
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
     Limits,
+    ModelPlatformError,
     ServerContext,
     Tensor,
 )
@@ -92,12 +95,27 @@ class Regions:
             raise _disabled(f"input '{name}'", parameters)
         return self.codec.read_input(name, datatype, shape, parameters, limits)
 
+    async def infer(self, dataplane: DataPlane, request: InferenceRequest, endpoint: str) -> InferenceResponse:
+        """One request as every OIP transport runs it: outputs bound to regions are checked
+        before inference and written there after it; a decoupled model's refusal names
+        ``endpoint`` (Triton's words)."""
+        placement = self.bind_outputs(request)
+        try:
+            response = await dataplane.infer(request)
+        except DecoupledModel as error:
+            raise error.at_endpoint(endpoint) from None
+        return response if placement is None else placement.place(response)
+
     def bind_outputs(self, request: InferenceRequest) -> OutputPlacement | None:
-        if self.codec is not None:
-            return self.codec.bind_outputs(request)
-        for output in request.outputs or ():
-            if names_region(output.parameters):
-                raise _disabled(f"output '{output.name}'", output.parameters)
+        """Where outputs bound to regions go (None: nowhere special); a refusal names the model."""
+        try:
+            if self.codec is not None:
+                return self.codec.bind_outputs(request)
+            for output in request.outputs or ():
+                if names_region(output.parameters):
+                    raise _disabled(f"output '{output.name}'", output.parameters)
+        except ModelPlatformError as error:
+            raise error.naming_model(request.model_name) from None
         return None
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 
 from modelplatform import (
-    DecoupledModel,
     HttpReply,
     HttpRequest,
     HttpRoute,
@@ -107,15 +106,9 @@ class OipRoutes:
         """
         try:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
-            placement = self.regions.bind_outputs(inference)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
-        try:
-            response = await self.dataplane.infer(inference)
-        except DecoupledModel as error:  # Triton's words name the endpoint
-            raise error.at_endpoint("HTTP end point") from None
-        if placement is not None:
-            response = placement.place(response)
+        response = await self.regions.infer(self.dataplane, inference, "HTTP end point")
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
         else:

@@ -21,7 +21,6 @@ from google.protobuf import json_format
 
 from modelplatform import (
     DataPlane,
-    DecoupledModel,
     InferenceRequest,
     InvalidArgument,
     Limits,
@@ -112,21 +111,7 @@ class OipService:
         """Tensors stay views of the received bytes and are copied once into the reply (wire.py);
         outputs bound to shared-memory regions are written there."""
         inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
-        placement = self._placement(inference)
-        try:
-            response = await self.dataplane.infer(inference)
-        except DecoupledModel as error:  # Triton's words name the RPC
-            raise error.at_endpoint("ModelInfer RPC") from None
-        if placement is not None:
-            response = placement.place(response)
-        return encode_response_bytes(response)
-
-    def _placement(self, inference: InferenceRequest) -> Any:
-        """Where outputs bound to shared-memory regions go (None: nowhere special)."""
-        try:
-            return self.regions.bind_outputs(inference)
-        except ModelPlatformError as error:
-            raise error.naming_model(inference.model_name) from None
+        return encode_response_bytes(await self.regions.infer(self.dataplane, inference, "ModelInfer RPC"))
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
@@ -205,7 +190,7 @@ class OipService:
         asked with ``triton_enable_empty_final_response`` and no response carried the
         final flag, an empty final one (Triton's rules, protocol-notes A9)."""
         empty_final = final_flag_wanted(inference)
-        placement = self._placement(inference)
+        placement = self.regions.bind_outputs(inference)
         final = False
         async with contextlib.aclosing(self.dataplane.stream(inference)) as responses:
             async for response in responses:
