@@ -117,7 +117,9 @@ def configure(verbose: int = 0, fmt: str = "console") -> None:
         ],
         # Every level reaches the processors, which filter by the live settings.
         wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        # One write per event, newline included: workers share the supervisor's
+        # stderr, and print()'s separate newline write let their lines run together.
+        logger_factory=structlog.WriteLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
     # Sanic and grpc log through stdlib logging; keep their noise at our level.
