@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import shutil
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -63,6 +63,9 @@ class VersionInfo:
     config: ModelConfig
     #: Why it is not READY ("unloaded" after a clean unload), else "".
     reason: str = ""
+    #: Whether a streaming call (:meth:`DataPlane.stream`) may get several responses:
+    #: a decoupled model, or one whose backend streams (a generator model).
+    streams: bool = False
 
     @property
     def ready(self) -> bool:
@@ -317,7 +320,7 @@ class DataPlane:
         counters = self._models.counters_of(name)
         counters.record_failure(time.perf_counter_ns() - started, "OTHER")
 
-    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+    async def stream(self, request: InferenceRequest) -> AsyncGenerator[InferenceResponse, None]:
         """Validate, then yield every response of a streaming (decoupled or generator) model.
 
         Each stream takes the model's instances in turn and counts in flight
@@ -408,7 +411,12 @@ def _streams(model: ModelVersion) -> bool:
 
 def _info(version: ModelVersion) -> VersionInfo:
     return VersionInfo(
-        version.name, version.version_str, version.state.value, version.config, version.reason
+        version.name,
+        version.version_str,
+        version.state.value,
+        version.config,
+        version.reason,
+        _streams(version),
     )
 
 

@@ -3,7 +3,8 @@
 The test models (streaming_models/) count forever, writing each step to a
 progress file and "stopped" when their generator is closed or their
 response sender refuses the next send; a model still running for a client
-that is gone would keep writing.
+that is gone would keep writing. count_forever_pipeline is an ensemble
+streaming through count_forever_decoupled: leaving it stops that model too.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import httpx
 import httpx_sse
 import orjson
 import pytest
-
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
 MODELS = Path(__file__).with_name("streaming_models")
-COUNTERS = ("count_forever", "count_forever_decoupled")
+#: count_forever_pipeline: an ensemble streaming through count_forever_decoupled.
+COUNTERS = ("count_forever", "count_forever_decoupled", "count_forever_pipeline")
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +124,24 @@ def test_a_bad_empty_final_flag_is_refused_in_band(streaming_server, tmp_path):
     expected = "invalid value type for 'triton_enable_empty_final_response' parameter"
     assert expected in reply.error_message
     assert not (tmp_path / "never.txt").exists()
+
+
+def test_an_ensemble_streams_each_answer_of_its_decoupled_step_through_the_next(streaming_server, tmp_path):
+    """count_forever_pipeline: each count of its decoupled step, times ten by its second step."""
+    with grpc.insecure_channel(streaming_server.grpc_url) as channel:
+        stub = pb_grpc.GRPCInferenceServiceStub(channel)
+        call = stub.ModelStreamInfer(iter([_stream_request("count_forever_pipeline", tmp_path / "p.txt")]), timeout=60)
+        replies = [next(call) for _ in range(3)]
+        call.cancel()
+        unary = _stream_request("count_forever_pipeline", tmp_path / "never.txt")
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.ModelInfer(unary, timeout=30)
+    outputs = [reply.infer_response.outputs[0].name for reply in replies]
+    values = [int.from_bytes(reply.infer_response.raw_output_contents[0], "little") for reply in replies]
+    assert (outputs, values) == (["OUT"] * 3, [10, 20, 30])
+    assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert "decoupled transaction policy" in refused.value.details()
+    with httpx.Client(base_url=f"http://{streaming_server.http_url}", timeout=30) as client:
+        config = client.get("/v2/models/count_forever_pipeline/config").json()
+    assert config["model_transaction_policy"] == {"decoupled": True}
+    _assert_stopped(tmp_path / "p.txt")

@@ -1,0 +1,3 @@
+class Model:
+    def infer(self, inputs):
+        return {"TENFOLD": inputs["INDEX"] * 10}
