@@ -177,6 +177,24 @@ def test_a_given_mount_directory_is_kept_and_reused(s3, bucket, tmp_path):
     assert model_file.stat().st_mtime_ns == written  # compared by listing, not downloaded again
 
 
+def test_a_load_over_mirror_max_bytes_is_refused_and_the_others_serve_on(s3, bucket, tmp_path):
+    """The bound from the config file's [plugins.storage] table; the big model is never fetched."""
+    mount = tmp_path / "mount"
+    config = tmp_path / "platform.toml"
+    config.write_text("[plugins.storage]\nmirror_max_bytes = 20000\n")
+    env = {**s3.keys.env(), "TRITON_AWS_MOUNT_DIRECTORY": str(mount)}
+    url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
+    with ServerProcess("--config", str(config), "--model-repository", url, env=env) as server:
+        s3.upload(bucket, "models", MODEL_REPOSITORY / "identity_fp32",
+                  files={"models/identity_fp32/1/weights.bin": b"\0" * 30_000})  # fmt: skip
+        client = httpclient.InferenceServerClient(server.http_url)
+        with pytest.raises(InferenceServerException) as refused:
+            client.load_model("identity_fp32")
+        assert "over mirror_max_bytes (20000)" in str(refused.value)
+        assert not (mount / "identity_fp32").exists()
+        assert np.array_equal(_infer_http(server.http_url), SUMS)
+
+
 # ---- refusals: one line naming the URL, exit code 2 ----
 
 
@@ -217,6 +235,12 @@ def test_a_missing_bucket_is_refused_at_start(s3):
 def test_an_empty_folder_is_refused_at_start(s3, bucket):
     url = f"s3://127.0.0.1:{s3.port}/{bucket}/mistyped"
     _assert_refused(url, s3.keys.env(), "no objects under this path")
+
+
+def test_a_repository_over_mirror_max_bytes_is_refused_at_start(s3, bucket):
+    url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
+    env = {**s3.keys.env(), "MODELPLATFORM_STORAGE_MIRROR_MAX_BYTES": "100"}
+    _assert_refused(url, env, "over mirror_max_bytes (100)")
 
 
 def test_an_unreachable_endpoint_is_refused_at_start(s3):

@@ -9,6 +9,11 @@ downloads only what changed. Several processes may share one mirror (the
 workers of ``--workers N``): each change happens under a lock on the folder,
 after re-reading the manifest another process may have written. The index
 asks for the bucket's model folders (``model_names``) without touching the mirror.
+
+Before anything is downloaded, a sync checks that it fits: within
+``mirror_max_bytes`` when the operator set one, and within the free space of
+the mirror's disk always. One that does not fit downloads nothing and fails
+with the sizes, rather than filling the disk and failing half-way.
 """
 
 from __future__ import annotations
@@ -49,13 +54,17 @@ LOCK = ".modelplatform-mirror.lock"
 class BucketMirror:
     """Keeps ``local_root`` in step with ``location``; every method may block on the network."""
 
-    def __init__(self, location: Location, fs: Any, local_root: Path, owned: bool) -> None:
+    def __init__(
+        self, location: Location, fs: Any, local_root: Path, owned: bool, max_bytes: int = 0
+    ) -> None:
         self.location = location.url
         self._where = location
         self._fs = fs
         self._root = local_root
         #: A temporary folder this mirror made (deleted by close()); a given one is kept.
         self._owned = owned
+        #: The most the mirror may hold, in bytes (``mirror_max_bytes``); 0: the disk's free space.
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()  # one sync at a time: loads and polls share the folder
         self._manifest: dict[str, RemoteFile] = {}
         if owned:
@@ -102,6 +111,7 @@ class BucketMirror:
             self._manifest = _read_manifest(self._root / MANIFEST)
             stale = [p for p in self._manifest if _within(p, scope) and p not in listing]
             wanted = [p for p, info in listing.items() if self._changed(p, info)]
+            self._check_room(listing, wanted, stale, scope)
             try:
                 for path in wanted:
                     self._fetch(path, listing[path])
@@ -113,6 +123,28 @@ class BucketMirror:
             if wanted or stale:
                 log.info("repository_mirrored", url=self.location, scope=scope or "*",
                          fetched=len(wanted), removed=len(stale))  # fmt: skip
+
+    def _check_room(self, listing: Listing, wanted: list[str], stale: list[str], scope: str) -> None:
+        """Refuse a sync that would pass ``mirror_max_bytes`` or the free space of the disk."""
+        incoming = sum(listing[path].size for path in wanted)
+        if not incoming:
+            return
+        what = f"model '{scope}'" if scope else "the repository"
+        if self._max_bytes:
+            leaving = sum(self._manifest[path].size for path in {*wanted, *stale} if path in self._manifest)
+            held = sum(info.size for info in self._manifest.values())
+            after = held - leaving + incoming
+            if after > self._max_bytes:
+                raise Unavailable(
+                    f"{self.location}: fetching {what} ({incoming} bytes) would make the mirror "
+                    f"{after} bytes, over mirror_max_bytes ({self._max_bytes})"
+                )
+        free = shutil.disk_usage(self._root).free
+        if incoming > free:
+            raise Unavailable(
+                f"{self.location}: fetching {what} needs {incoming} bytes, "
+                f"{free} bytes are free in {self._root}"
+            )
 
     def _changed(self, path: str, info: RemoteFile) -> bool:
         return self._manifest.get(path) != info or not (self._root / path).is_file()

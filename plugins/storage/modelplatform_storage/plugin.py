@@ -16,4 +16,5 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
         return None  # not s3://, gs:// or as://: another plugin's scheme
     from .cache import existing_mirror, open_mirror  # noqa: PLC0415 - fsspec only when used
 
-    return open_mirror(where, os.environ, existing_mirror(settings.model_repository))
+    options = settings.options_for("storage")
+    return open_mirror(where, os.environ, existing_mirror(settings.model_repository), options)
