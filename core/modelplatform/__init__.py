@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .access.gate import HeaderCheck, header_check
+from .access.scope import check_model_access
 from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
 from .codecs import Codec
 from .broadcasting import Broadcast
@@ -124,6 +125,7 @@ __all__ = [
     "ModelStats",
     "RequestObserver",
     "RequestScope",
+    "check_model_access",
     "counted_in_call",
     "header_check",
     "log_settings",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import model_config
+from .access.scope import check_first_model
 from .backend import RawResponse
 from .calls import Call, CountedChunks, failure_reason, record_failure
 from .deadlines import deadline_for
@@ -266,6 +267,7 @@ class DataPlane:
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Validate, schedule, and shape the response for one request."""
+        check_first_model(request.model_name)  # a key limited to models, on a call naming it late
         started = request.arrived_ns = time.perf_counter_ns()
         try:
             model = self._models.get(request.model_name, request.model_version)
@@ -330,6 +332,7 @@ class DataPlane:
         A model whose instances do not stream answers through :meth:`infer`
         (its scheduler, its batching): one response, marked ``final``.
         """
+        check_first_model(request.model_name)
         model = self._models.get(request.model_name, request.model_version)
         if not _streams(model):
             response = await self.infer(request)
@@ -359,6 +362,7 @@ class DataPlane:
         until its chunks end or it is closed, so close it), then as a success
         or a failure in the model's statistics. Instances take turns.
         """
+        check_first_model(name)
         model = self._models.get(name, version)
         task = self.drain.enter()
         call = Call(model, name, version)

@@ -20,7 +20,7 @@ import grpc
 import structlog
 
 from .access.categories import INFERENCE, check_category
-from .access.gate import AccessGate, DenialKind, Verdict, access_gate, logged_as
+from .access.gate import AccessGate, DenialKind, Verdict, access_gate, admitted
 
 if TYPE_CHECKING:
     from .context import ServerContext
@@ -138,7 +138,7 @@ class _Check:
 def _guarded_unary(unary: Callable[..., Any], check: _Check, reader: ModelReader) -> Callable[..., Any]:
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         verdict = await check.verdict(context, reader(request))
-        with logged_as(verdict.key_name):
+        with admitted(verdict):
             return await unary(request, context)
 
     return guarded
@@ -150,7 +150,7 @@ def _guarded_stream(behaviour: Callable[..., Any], check: _Check, reader: ModelR
 
         async def guarded_generator(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             verdict = await check.verdict(context, reader(request))
-            with logged_as(verdict.key_name):
+            with admitted(verdict):
                 async for response in behaviour(request, context):
                     yield response
 
@@ -158,7 +158,7 @@ def _guarded_stream(behaviour: Callable[..., Any], check: _Check, reader: ModelR
 
     async def guarded_coroutine(request: Any, context: grpc.aio.ServicerContext) -> Any:
         verdict = await check.verdict(context, reader(request))
-        with logged_as(verdict.key_name):
+        with admitted(verdict):
             return await behaviour(request, context)
 
     return guarded_coroutine
@@ -175,7 +175,7 @@ def _guarded_requests(behaviour: Callable[..., Any], check: _Check, reader: Mode
 
         async def guarded_generator(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             verdict = await check.verdict(context, None)
-            with logged_as(verdict.key_name):
+            with admitted(verdict):
                 async for response in behaviour(checked(requests, context), context):
                     yield response
 
@@ -183,7 +183,7 @@ def _guarded_requests(behaviour: Callable[..., Any], check: _Check, reader: Mode
 
     async def guarded_coroutine(requests: Any, context: grpc.aio.ServicerContext) -> Any:
         verdict = await check.verdict(context, None)
-        with logged_as(verdict.key_name):
+        with admitted(verdict):
             return await behaviour(checked(requests, context), context)
 
     return guarded_coroutine
@@ -194,12 +194,15 @@ async def _each_checked(
 ) -> AsyncIterator[Any]:
     """The stream's messages; one outside the key's models ends the call (PERMISSION_DENIED)."""
     async for request in requests:
-        await check.verdict(context, reader(request))
+        verdict = await check.verdict(context, reader(request))
+        if verdict.deferred is not None:  # no handler call is scoped to one message: refuse it
+            message = f"API key '{verdict.key_name}' is limited to named models; this message names none"
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
         yield request
 
 
 def _message_model(request: Any) -> str:
-    """An inference message's model; "" (refused to keys limited to models) when it names none."""
+    """An inference message's model; "" when it names none (refused to keys limited to models)."""
     return _named_model(request) or ""
 
 

@@ -39,6 +39,19 @@ def keys_toml(*entries: tuple[str, str, list[str], list[str] | None]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: grps predict of simple (INPUT0 = INPUT1 = ones: OUTPUT0 = twos), as JSON.
+GRPS_SIMPLE = json.dumps({"model": "simple", "gtensors": {"tensors": [
+    {"name": name, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": [1] * 16} for name in ("INPUT0", "INPUT1")
+]}}).encode()
+
+
+def _grps_message(body: bytes) -> bytes:
+    """The JSON form as the proto's bytes (grps gRPC clients send the same message)."""
+    from google.protobuf import json_format  # noqa: PLC0415
+
+    return json_format.Parse(body, GrpsMessage()).SerializeToString()
+
+
 BATCH_ENTRY = ("batch-jobs", BATCH, ["inference", "metadata"], ["simple"])
 OPS_ENTRY = ("ops", OPS, ["metadata", "statistics", "metrics", "admin", "model-repository", "model-config"], None)
 
@@ -111,10 +124,21 @@ def test_grps_rest_answers_in_its_own_shape(server: ServerProcess) -> None:
     status, _, body = request(port, "GET", "/grps/v1/health/offline", headers=bearer(BATCH))
     assert status == 403 and json.loads(body)["status"]["msg"] == "API key 'batch-jobs' may not call 'admin' APIs"
     assert request(port, "GET", "/grps/v1/health/online", headers=bearer(OPS))[0] == 200
-    # grps names its model in the body: a key limited to models cannot be checked before decoding.
-    status, _, body = request(port, "POST", "/grps/v1/infer/predict", b'{"str_data": "x"}', bearer(BATCH))
-    assert status == 403 and "limited to named models" in json.loads(body)["status"]["msg"]
     assert request(port, "GET", "/grps/v1/health/live")[0] == 200
+
+
+def test_grps_checks_the_model_its_body_or_route_names_against_the_keys_models(server: ServerProcess) -> None:
+    """grps names its model in the body (or a model owns the route): checked once decoded."""
+    port = server.http_port
+    status, _, body = request(port, "POST", "/grps/v1/infer/predict", GRPS_SIMPLE, bearer(BATCH))
+    assert status == 200, body
+    assert json.loads(body)["gtensors"]["tensors"][0]["flat_int32"] == [2] * 16
+    for model in ("identity_fp32", "no_such_model"):  # 403 before the name is looked up: no probing
+        other = GRPS_SIMPLE.replace(b'"simple"', f'"{model}"'.encode())
+        status, _, body = request(port, "POST", "/grps/v1/infer/predict", other, bearer(BATCH))
+        assert status == 403 and json.loads(body)["status"]["msg"] == f"API key 'batch-jobs' may not use model '{model}'"
+    status, _, body = request(port, "POST", "/stream_counter/count", b"3", bearer(BATCH))  # stream_counter's route
+    assert status == 403 and b"may not use model 'stream_counter'" in body
 
 
 def test_metrics_need_a_key_with_the_metrics_category(server: ServerProcess) -> None:
@@ -181,7 +205,10 @@ def test_tfserving_and_grps_grpc_and_health_with_keys(channel: grpc.Channel) -> 
     stub = grps_pb2_grpc.GrpsServiceStub(channel)
     assert grpc_code(stub.Online, GrpsMessage(), metadata=batch, timeout=10) == "PERMISSION_DENIED"
     assert grpc_code(stub.Online, GrpsMessage(), metadata=ops, timeout=10) == "OK"
-    assert grpc_code(stub.Predict, GrpsMessage(model="simple"), metadata=batch, timeout=10) == "PERMISSION_DENIED"
+    allowed = stub.Predict(GrpsMessage.FromString(_grps_message(GRPS_SIMPLE)), metadata=batch, timeout=10)
+    assert allowed.status.code == 200 and list(allowed.gtensors.tensors[0].flat_int32) == [2] * 16
+    other = stub.Predict(GrpsMessage(model="identity_fp32", str_data="x"), metadata=batch, timeout=10)
+    assert (other.status.code, other.status.msg) == (403, "API key 'batch-jobs' may not use model 'identity_fp32'")
     health = health_pb2_grpc.HealthStub(channel)
     reply = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
     assert reply.status == health_pb2.HealthCheckResponse.SERVING

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ import structlog
 from .categories import HEALTH
 from .keys import ApiKey, KeyFile
 from .restrictions import GRPC_KEY_PREFIX, Restrictions, grpc_value
+from .scope import model_scope
 
 if TYPE_CHECKING:
     from ..context import ServerContext
@@ -56,6 +57,8 @@ class Verdict:
 
     denial: Denial | None = None
     key_name: str = ""
+    #: A key limited to models, on a call whose model the handler names later (scope.py).
+    deferred: ApiKey | None = None
 
 
 ALLOWED = Verdict()
@@ -109,6 +112,8 @@ class AccessGate:
         refusal = _scope_refusal(key, category, model)
         if refusal:
             return Verdict(Denial(DenialKind.FORBIDDEN, refusal, key.name), key.name)
+        if model == "" and key.models is not None:  # named in the body: checked by the handler
+            return Verdict(None, key.name, deferred=key)
         return Verdict(None, key.name)
 
 
@@ -144,10 +149,7 @@ def _scope_refusal(key: ApiKey, category: str, model: str | None) -> str:
         return f"API key '{key.name}' may not call this API: it declares no API category"
     if category not in key.categories:
         return f"API key '{key.name}' may not call '{category}' APIs"
-    if model is not None and not key.allows_model(model):
-        if not model:
-            return (f"API key '{key.name}' is limited to named models; "
-                    "this call does not name its model in its path")  # fmt: skip
+    if model and not key.allows_model(model):
         return f"API key '{key.name}' may not use model '{model}'"
     return ""
 
@@ -188,3 +190,18 @@ _NO_KEY = contextlib.nullcontext()
 def logged_as(key_name: str) -> contextlib.AbstractContextManager[Any]:
     """Every event logged inside names the request's API key (``api_key``), never the key."""
     return structlog.contextvars.bound_contextvars(api_key=key_name) if key_name else _NO_KEY
+
+
+def admitted(verdict: Verdict) -> contextlib.AbstractContextManager[Any]:
+    """Where an allowed call's handler runs: logged under its key's name, and with the
+    model check it owes when the gate could not name the model (scope.py). Without a
+    key it costs nothing (the fast lane enters it for every request)."""
+    if verdict.deferred is None:
+        return logged_as(verdict.key_name)
+    return _scoped(verdict.key_name, verdict.deferred)
+
+
+@contextlib.contextmanager
+def _scoped(key_name: str, key: ApiKey) -> Iterator[None]:
+    with logged_as(key_name), model_scope(key):
+        yield

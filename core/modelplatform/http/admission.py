@@ -15,7 +15,7 @@ from dataclasses import replace
 import structlog
 
 from ..access.categories import INFERENCE
-from ..access.gate import AccessGate, Denial, logged_as
+from ..access.gate import ALLOWED, AccessGate, Denial, Verdict, admitted
 from ..declarations import HttpReply, HttpRoute
 from .routing import Match
 
@@ -32,18 +32,19 @@ class HttpAccess:
         #: False when nothing is restricted and no key file is set: the paths skip admit().
         self.active = gate.http_active
 
-    def admit(self, match: Match, headers: Mapping[str, str]) -> tuple[HttpReply | None, str]:
-        """(the refusal to answer, or None; the name of the key the request used, or "")."""
+    def admit(self, match: Match, headers: Mapping[str, str]) -> tuple[HttpReply | None, Verdict]:
+        """(the refusal to answer, or None; the verdict, for :func:`admitted` around the handler)."""
         route = match.route
         verdict = self.gate.check_http(route.category, model_named(route, match.params), headers)
         if verdict.denial is None:
-            return None, verdict.key_name
-        return _refusal(match, verdict.denial), verdict.key_name
+            return None, verdict
+        return _refusal(match, verdict.denial), verdict
 
 
 def model_named(route: HttpRoute, params: Mapping[str, str]) -> str | None:
     """The model a request of ``route`` names: its model path parameter; "" when the
-    model is in the body (or an inference route does not say); None: it names none."""
+    model is in the body (or an inference route does not say: the handler's first
+    DataPlane call checks it, access/scope.py); None: it names none."""
     if route.model_param == "":
         return ""
     name = params.get(route.model_param or "model")
@@ -62,4 +63,4 @@ def _refusal(match: Match, denial: Denial) -> HttpReply:
     return reply
 
 
-__all__ = ["HttpAccess", "logged_as", "model_named"]
+__all__ = ["ALLOWED", "HttpAccess", "admitted", "model_named"]

@@ -32,7 +32,7 @@ import structlog
 
 from ..declarations import HttpReply, HttpRequest
 from ..draining import Drain
-from .admission import HttpAccess, logged_as
+from .admission import ALLOWED, HttpAccess, admitted
 from .encoding import call_route
 from .failures import route_failure
 from .replies import close_stream
@@ -293,11 +293,11 @@ class FastLaneProtocol(SanicSeam):
     async def _answer(self, taken: _Request) -> None:
         match, request = taken.match, taken.request
         access = self._routes.access
-        refusal, key_name = access.admit(match, request.headers) if access is not None else (None, "")
+        refusal, verdict = access.admit(match, request.headers) if access is not None else (None, ALLOWED)
         if refusal is not None:
             reply = refusal
         else:
-            with logged_as(key_name):
+            with admitted(verdict):
                 reply = await self._reply(match, request)
         keep_alive = not self._drain.closing
         await self._write(reply, keep_alive)

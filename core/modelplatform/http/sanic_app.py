@@ -20,7 +20,7 @@ from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 from ..access.gate import access_gate
 from ..declarations import BodyPolicy, HttpHandler, HttpReply, HttpRequest, HttpRoute
 from ..observing import ScopeOpener, counted_in_call, current_scope
-from .admission import HttpAccess, logged_as
+from .admission import ALLOWED, HttpAccess, admitted
 from .encoding import body_limit, call_route, decoded_request
 from .failures import PathOwners, route_failure
 from .fastlane import LaneRoutes
@@ -157,12 +157,12 @@ class Dispatcher:
         match = self.router.match(request.method, request.path)
         if match is None:
             return await send_reply(request, self._miss(request.method, request.path))
-        key_name = ""
+        verdict = ALLOWED
         if self.access is not None and self.access.active:
-            refusal, key_name = self.access.admit(match, request.headers)
+            refusal, verdict = self.access.admit(match, request.headers)
             if refusal is not None:
                 return await send_reply(request, refusal)
-        with logged_as(key_name):
+        with admitted(verdict):
             reply = await self._answer(request, match)
             if self.drain is not None and self.drain.closing:
                 end_keep_alive(request)

@@ -85,6 +85,10 @@ class Dag:
         #: The node models' configurations it was built from, and what was built.
         self._built: tuple[tuple[ModelConfig, ...], Pipeline, ModelConfig] | None = None
 
+    def models(self) -> tuple[str, ...]:
+        """Every model the DAG runs, once each, in node order."""
+        return tuple(dict.fromkeys(node.model for node in self.spec.nodes))
+
     def first_model(self) -> tuple[str, str]:
         node = self.spec.nodes[0]
         return node.model, node.version

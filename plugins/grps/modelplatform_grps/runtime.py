@@ -19,6 +19,7 @@ from modelplatform import (
     InferenceResponse,
     InvalidArgument,
     ServerContext,
+    check_model_access,
     counted_in_call,
 )
 
@@ -65,11 +66,15 @@ class GrpsRuntime:
         if self.dag is not None and not (payload_model or query_model):
             return self._dag_request(payload)
         name, version = choose_model(payload_model, query_model, self.options.default_model)
+        check_model_access(name)  # a key limited to models: before the name is even looked up
         config = self.dataplane.model_config(name, version)
         return to_request(payload, name, version, config, self.limits)
 
     def _dag_request(self, payload: Payload) -> InferenceRequest:
-        """Decoded against the DAG's first model, marked for :meth:`infer` to run the DAG."""
+        """Decoded against the DAG's first model, marked for :meth:`infer` to run the DAG.
+        A key limited to models must allow every model of the DAG."""
+        for model in self.dag.models():  # type: ignore[union-attr]
+            check_model_access(model)
         name, version = self.dag.first_model()  # type: ignore[union-attr]
         config = self.dataplane.model_config(name, version)
         request = to_request(payload, name, version, config, self.limits)

@@ -112,3 +112,36 @@ def test_the_dag_table_reads_like_grps_inference_yml() -> None:
         {"name": "a", "type": "model", "model": "simple-1"}, {"name": "b", "type": "model", "model": "identity_fp32"}]}})
     assert options.dag is not None and options.dag.name == "d"
     assert [(n.name, n.model, n.version) for n in options.dag.nodes] == [("a", "simple", "1"), ("b", "identity_fp32", "")]
+
+
+#: A DAG of two models: `simple`, then `simple_ensemble` (simple twice) fed by its outputs.
+MIXED_DAG = DAG.replace('name = "twice_simple"', 'name = "mixed"').replace(
+    '{ name = "second", type = "model", model = "simple" }', '{ name = "second", type = "model", model = "simple_ensemble" }')
+
+
+def test_a_key_limited_to_models_runs_the_dag_only_when_it_allows_every_model(tmp_path) -> None:
+    import hashlib  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    from tests.conftest import MODEL_REPOSITORY  # noqa: PLC0415
+
+    keys = tmp_path / "keys.toml"
+    keys.write_text("".join(
+        f'[[keys]]\nname = "{name}"\nsha256 = "{hashlib.sha256(name.encode()).hexdigest()}"\n'
+        f'categories = ["inference"]\nmodels = {models}\n'
+        for name, models in (("first-only", '["simple"]'), ("both", '["simple", "simple_ensemble"]'))
+    ))  # fmt: skip
+    config = tmp_path / "config.toml"
+    config.write_text(MIXED_DAG)
+    repository = make_repository(tmp_path / "models", extra=())
+    shutil.copytree(MODEL_REPOSITORY / "simple_ensemble", repository / "simple_ensemble")
+    with ServerProcess("--model-repository", str(repository), "--config", str(config),
+                       "--api-keys-file", str(keys)) as server:  # fmt: skip
+        answers = {key: call_json(server, "POST", PREDICT, _gtensors(ROW, [3] * 16),
+                                  headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+                   for key in ("first-only", "both")}
+    status, body = answers["both"]
+    assert status == 200, body  # simple: (i + 3, i - 3); then simple_ensemble doubles both
+    assert _outputs(body) == {"OUTPUT0": [2 * (i + 3) for i in ROW], "OUTPUT1": [2 * (i - 3) for i in ROW]}
+    status, body = answers["first-only"]  # its first model is allowed: the second still refuses the DAG
+    assert (status, body["status"]["msg"]) == (403, "API key 'first-only' may not use model 'simple_ensemble'")
