@@ -28,6 +28,13 @@ class Model:
         return {"OUTPUT0": inputs["INPUT0"] * self.factor}
 '''
 
+#: OUTPUT0 = A + B, for any dtype and shape the config declares.
+ADD_PY = '''
+class Model:
+    def infer(self, inputs):
+        return {"OUTPUT0": inputs["A"] + inputs["B"]}
+'''
+
 #: Our own python model API: calls `simple` through ``models`` (given to load), sync and async.
 CALLER_PY = '''
 import numpy as np

@@ -21,13 +21,8 @@ from modelplatform.settings import Settings
 from modelplatform.testing import InProcessServer
 from modelplatform_ensemble.graph import MAX_STEPS, wiring
 
-from .models import ensemble_json, ensemble_model, python_model, scale_model, step
+from .models import ADD_PY, ensemble_json, ensemble_model, python_model, scale_model, step
 
-ADD_PY = '''
-class Model:
-    def infer(self, inputs):
-        return {"OUTPUT0": inputs["A"] + inputs["B"]}
-'''
 #: Sleeps on the loop and answers how many of its calls were running at once, at most.
 GAUGE_PY = '''
 import asyncio

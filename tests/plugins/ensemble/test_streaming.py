@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from modelplatform.settings import Settings
 from modelplatform.testing import InProcessServer
 
 from ...conftest import MODEL_REPOSITORY
-from .models import ensemble_model, python_model, step
+from .models import ADD_PY, ensemble_model, python_model, step
 
 #: INT32 X -> Y = X * 10; fails on X == 2 when its parameter says so.
 TENFOLD_PY = '''
@@ -29,11 +30,6 @@ class Model:
         if self.fail_on_two and int(inputs["X"].reshape(-1)[0]) == 2:
             raise RuntimeError("two is refused")
         return {"Y": inputs["X"] * 10}
-'''
-ADD_PY = '''
-class Model:
-    def infer(self, inputs):
-        return {"SUM": inputs["A"] + inputs["B"]}
 '''
 UPPER_PY = '''
 import numpy as np
@@ -58,8 +54,6 @@ def _ensemble(root, name, inputs, outputs, steps) -> None:
 
 @pytest.fixture
 def repository(tmp_path):
-    import shutil
-
     for name in ("stream_counter", "word_stream"):
         shutil.copytree(MODEL_REPOSITORY / name, tmp_path / name)
     tenfold = f'max_batch_size: 0\ninput [ {{ name: "X" {INT32_ONE} }} ]\noutput [ {{ name: "Y" {INT32_ONE} }} ]\n'
@@ -68,7 +62,7 @@ def repository(tmp_path):
                  tenfold + 'parameters { key: "fail_on_two" value { string_value: "yes" } }\n')
     python_model(tmp_path, "add", ADD_PY, (
         f'max_batch_size: 0\ninput [ {{ name: "A" {INT32_ONE} }}, {{ name: "B" {INT32_ONE} }} ]\n'
-        f'output [ {{ name: "SUM" {INT32_ONE} }} ]\n'))
+        f'output [ {{ name: "OUTPUT0" {INT32_ONE} }} ]\n'))
     python_model(tmp_path, "upper", UPPER_PY, (
         'max_batch_size: 0\ninput [ { name: "WORD" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
         'output [ { name: "LOUD" data_type: TYPE_STRING dims: [ 1 ] } ]\n'))
@@ -79,7 +73,7 @@ def repository(tmp_path):
               [counted, step("tenfold_picky", {"X": "INDEX"}, {"Y": "OUT"})])
     # A side branch that does not stream: computed once, read by every answer's step.
     _ensemble(tmp_path, "counted_plus", [_int32("COUNT")], [_int32("OUT"), _int32("TEN")], [
-        step("add", {"A": "INDEX", "B": "TEN"}, {"SUM": "OUT"}),
+        step("add", {"A": "INDEX", "B": "TEN"}, {"OUTPUT0": "OUT"}),
         counted,
         step("tenfold", {"X": "COUNT"}, {"Y": "TEN"}),
     ])
