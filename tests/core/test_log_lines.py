@@ -36,4 +36,3 @@ def test_two_processes_logging_at_once_never_merge_lines() -> None:
     assert len(lines) == 2 * EVENTS_PER_WRITER
     merged = [line for line in lines if line.count("line_written") != 1 or line.count("writer=") != 1]
     assert not merged, merged[:3]
-

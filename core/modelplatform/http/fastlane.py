@@ -294,13 +294,11 @@ class FastLaneProtocol(SanicSeam):
         match, request = taken.match, taken.request
         access = self._routes.access
         refusal, verdict = access.admit(match, request.headers) if access is not None else (None, ALLOWED)
-        if refusal is not None:
-            reply = refusal
-        else:
-            with admitted(verdict):
-                reply = await self._reply(match, request)
-        keep_alive = not self._drain.closing
-        await self._write(reply, keep_alive)
+        # The write too runs admitted: a streamed body calls the model as it is written.
+        with admitted(verdict):
+            reply = refusal if refusal is not None else await self._reply(match, request)
+            keep_alive = not self._drain.closing
+            await self._write(reply, keep_alive)
         if not keep_alive:
             self.close()  # after what is written has left
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar
 
 import structlog
+
 from modelplatform import (
     Backend,
     DataPlane,
@@ -112,7 +113,6 @@ class EnsembleBackend(Backend):
 
     async def unload(self) -> None:
         self._pipeline = None
-
 
 
 def _decoupled(config: ModelConfig) -> ModelConfig:
