@@ -77,6 +77,9 @@ def repository(tmp_path):
         counted,
         step("tenfold", {"X": "COUNT"}, {"Y": "TEN"}),
     ])
+    # A streaming step after a streaming step: the second counts to each count of the first.
+    _ensemble(tmp_path, "counted_twice", [_int32("COUNT")], [_int32("OUT")], [
+        counted, step("stream_counter", {"COUNT": "INDEX"}, {"INDEX": "OUT"})])
     words = {"name": "TEXT", "data_type": "TYPE_STRING", "dims": [1]}
     _ensemble(tmp_path, "loud_words", [words], [{**words, "name": "LOUD"}], [
         step("word_stream", {"text_input": "TEXT"}, {"text_output": "WORD"}),
@@ -104,6 +107,14 @@ def test_each_answer_of_a_streaming_step_runs_the_next_step_and_is_one_response(
             return await _streamed(server, _count("counted", 3))
 
     assert asyncio.run(run()) == [{"OUT": [10]}, {"OUT": [20]}, {"OUT": [30]}]
+
+
+def test_a_streaming_step_after_a_streaming_step_answers_for_each_answer_in_turn(repository):
+    async def run() -> list[dict]:
+        async with InProcessServer(_settings(repository)) as server:
+            return await _streamed(server, _count("counted_twice", 3))
+
+    assert [seen["OUT"][0] for seen in asyncio.run(run())] == [1, 1, 2, 1, 2, 3]
 
 
 def test_a_step_that_streams_no_answer_gives_no_response(repository):
