@@ -1,8 +1,8 @@
 """``file:<version>/<name>`` load parameters -> a temporary override model folder.
 
 Every name is checked before anything is written: a numeric version first,
-then relative path parts only (no ``..``, no absolute paths), so an upload can
-never write outside its own folder. Writing happens in a worker thread.
+then relative path parts only (no ``..``, no absolute paths, no control
+characters), so an upload can never write outside its own folder. Writing happens in a worker thread.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ def relative_path(key: str) -> PurePosixPath:
         raise InvalidArgument(f"load parameter '{key}': expected 'file:<version>/<file name>'")
     if any(part in ("", ".", "..") or "\\" in part for part in parts):
         raise InvalidArgument(f"load parameter '{key}': the path must stay inside the model folder")
+    if any(ord(character) < 0x20 or character == "\x7f" for character in str(path)):
+        # A NUL would fail deep in open() (found by the fuzzer); no file name needs controls.
+        raise InvalidArgument(f"load parameter {key!r}: the file name holds a control character")
     return path
 
 

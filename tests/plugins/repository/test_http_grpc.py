@@ -132,6 +132,10 @@ def test_load_with_files_builds_a_new_model(server, client):
         status, error = post(server.http_url, "/v2/repository/models/uploaded/load",
                              json.dumps({"parameters": {"config": config_json(), bad: ""}}).encode())
         assert status == 400 and bad in error["error"]
+    for bad in ("file:1/mo\u0000del.py", "file:1/a\nb.py"):  # the fuzzer's NUL was a 500
+        status, error = post(server.http_url, "/v2/repository/models/uploaded/load",
+                             json.dumps({"parameters": {"config": config_json(), bad: ""}}).encode())
+        assert status == 400 and "control character" in error["error"]
     status, error = post(server.http_url, "/v2/repository/models/uploaded/load",
                          json.dumps({"parameters": {"config": config_json(), "file:1/m.py": "%%%"}}).encode())
     assert status == 400 and "base64" in error["error"]
