@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -39,12 +38,6 @@ class Model:
         a, b = inputs["INPUT0"], inputs["INPUT1"]
         return {"OUTPUT0": a * b, "OUTPUT1": a - b}
 '''
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[MotoServer]:
-    with MotoServer() as server:
-        yield server
 
 
 @pytest.fixture

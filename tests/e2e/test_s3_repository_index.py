@@ -13,7 +13,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import grpc
@@ -30,12 +29,6 @@ pytestmark = [pytest.mark.hook("open_repository"), pytest.mark.timeout(300)]
 
 #: The server's wait for a listing (LISTING_TIMEOUT_S) plus a loaded machine's margin.
 ANSWER_WITHIN_S = 45.0
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[MotoServer]:
-    with MotoServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -17,12 +17,6 @@ from tests.plugins.storage.s3_server import MotoServer
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def s3() -> Iterator[MotoServer]:
-    with MotoServer() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
 def keys(s3: MotoServer, monkeypatch) -> None:
     """The server's keys where botocore's chain finds them: the process environment."""
