@@ -30,6 +30,7 @@ from tritonclient.utils import InferenceServerException
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
+from tests.plugins.oip.slow_model import CONFIG as SECONDS_IN_DONE_OUT
 
 #: tritonclient.grpc cannot share a process with our protos (docs/protocols/oip-grpc.md):
 #: it runs in a child that prints the call's status.
@@ -66,17 +67,6 @@ class Model:
 """
 
 
-def _config(name: str, count: int) -> str:
-    return f"""
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "SECONDS" data_type: TYPE_FP32 dims: [ 1 ] }} ]
-output [ {{ name: "DONE" data_type: TYPE_FP32 dims: [ 1 ] }} ]
-instance_group [ {{ count: {count} kind: KIND_CPU }} ]
-"""
-
-
 #: model name -> instance count: the direct scheduler with one instance, and with two.
 MODELS = {"slow_one": 1, "slow_two": 2}
 
@@ -86,7 +76,7 @@ def repository(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("repository")
     for name, count in MODELS.items():
         (root / name / "1").mkdir(parents=True)
-        (root / name / "config.pbtxt").write_text(_config(name, count))
+        (root / name / "config.pbtxt").write_text(SECONDS_IN_DONE_OUT.format(name=name, instances=count))
         (root / name / "1" / "model.py").write_text(MODEL)
     return root
 

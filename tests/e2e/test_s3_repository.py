@@ -27,7 +27,7 @@ from modelplatform.testing import ServerProcess, free_port
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 from tests.conftest import MODEL_REPOSITORY, ROOT
-from tests.plugins.storage.s3_server import Keys, MotoServer
+from tests.plugins.storage.s3_server import Keys, MotoServer, serving_a_lost_store
 
 pytestmark = [pytest.mark.hook("open_repository"), pytest.mark.timeout(300)]
 
@@ -255,12 +255,7 @@ def test_a_scheme_whose_library_is_missing_names_the_extra(url, library, extra):
 
 
 def test_a_load_fails_naming_the_url_when_the_storage_is_gone(bucket, tmp_path):
-    with MotoServer() as own:  # stopped half-way: the module's server keeps serving the others
-        own.client().create_bucket(Bucket="lost-bucket")
-        own.upload("lost-bucket", "models", MODEL_REPOSITORY / "simple")
-        url = f"s3://127.0.0.1:{own.port}/lost-bucket/models"
-        server = ServerProcess("--model-repository", url, env=own.keys.env())
-        server.__enter__()
+    server, url = serving_a_lost_store(MODEL_REPOSITORY / "simple")  # the module's store serves on
     try:
         client = httpclient.InferenceServerClient(server.http_url)
         with pytest.raises(InferenceServerException) as refused:

@@ -23,7 +23,7 @@ from modelplatform.testing import ServerProcess, free_port
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 from tests.conftest import MODEL_REPOSITORY
-from tests.plugins.storage.s3_server import MotoServer
+from tests.plugins.storage.s3_server import MotoServer, serving_a_lost_store
 
 pytestmark = [pytest.mark.hook("open_repository"), pytest.mark.timeout(300)]
 
@@ -133,12 +133,7 @@ def _assert_unavailable_naming(server: ServerProcess, url: str, words: str) -> N
 
 
 def test_an_unreachable_store_answers_unavailable_naming_the_url(bucket):
-    with MotoServer() as own:  # stopped after start-up: the module's server serves the others
-        own.client().create_bucket(Bucket="lost-bucket")
-        own.upload("lost-bucket", "models", MODEL_REPOSITORY / "simple")
-        url = f"s3://127.0.0.1:{own.port}/lost-bucket/models"
-        server = ServerProcess("--model-repository", url, env=own.keys.env())
-        server.__enter__()
+    server, url = serving_a_lost_store(MODEL_REPOSITORY / "simple")  # the module's store serves on
     try:
         _assert_unavailable_naming(server, url, "cannot reach the storage endpoint")
     finally:

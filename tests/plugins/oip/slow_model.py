@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: A python model's config: FP32 SECONDS in, FP32 DONE out, ``instances`` CPU instances.
 CONFIG = """
-name: "slow"
+name: "{name}"
 backend: "python"
 max_batch_size: 0
 input [ {{ name: "SECONDS" data_type: TYPE_FP32 dims: [ 1 ] }} ]
@@ -34,6 +35,6 @@ def add_slow_model(repository: Path, instances: int) -> Path:
     """Write ``slow`` with ``instances`` instances into ``repository``; answer its version folder."""
     version = repository / "slow" / "1"
     version.mkdir(parents=True)
-    (repository / "slow" / "config.pbtxt").write_text(CONFIG.format(instances=instances))
+    (repository / "slow" / "config.pbtxt").write_text(CONFIG.format(name="slow", instances=instances))
     (version / "model.py").write_text(MODEL)
     return version

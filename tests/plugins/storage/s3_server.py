@@ -24,7 +24,7 @@ from pathlib import Path
 
 import boto3
 
-from modelplatform.testing import free_port
+from modelplatform.testing import ServerProcess, free_port
 
 REGION = "us-east-1"
 #: create_user, put_user_policy, create_access_key: then every request is authenticated.
@@ -122,3 +122,15 @@ class MotoServer:
                             PolicyDocument=json.dumps(_ALLOW_ALL))  # fmt: skip
         made = iam.create_access_key(UserName="model-reader")["AccessKey"]
         return Keys(made["AccessKeyId"], made["SecretAccessKey"])
+
+
+def serving_a_lost_store(model: Path) -> tuple[ServerProcess, str]:
+    """A server started on a bucket of its own moto server, which is stopped afterwards: the
+    store is gone while the server runs (the caller stops the server). Returns it and the URL."""
+    with MotoServer() as own:
+        own.client().create_bucket(Bucket="lost-bucket")
+        own.upload("lost-bucket", "models", model)
+        url = f"s3://127.0.0.1:{own.port}/lost-bucket/models"
+        server = ServerProcess("--model-repository", url, env=own.keys.env())
+        server.__enter__()
+    return server, url
