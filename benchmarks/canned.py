@@ -66,8 +66,14 @@ class CannedHttp(asyncio.Protocol):
             payload, headers = self.captured.get(path, b""), b"Content-Type: application/json\r\n"
         status = b"200 OK" if payload or path.startswith("/v2/health") else b"404 Not Found"
         self.transport.write(  # type: ignore[attr-defined]
-            b"HTTP/1.1 " + status + b"\r\n" + headers
-            + b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload
+            b"HTTP/1.1 "
+            + status
+            + b"\r\n"
+            + headers
+            + b"Content-Length: "
+            + str(len(payload)).encode()
+            + b"\r\n\r\n"
+            + payload
         )
 
     def _infer(self, path: str, body: bytes) -> tuple[bytes, bytes]:
@@ -132,17 +138,30 @@ def grpc_handlers(
         if not asynchronous:  # the sync server calls plain functions on its thread pool
             fn = _synchronous(fn)
         return grpc.unary_unary_rpc_method_handler(
-            fn, request_deserializer=request_type.FromString, response_serializer=response_type.SerializeToString
+            fn,
+            request_deserializer=request_type.FromString,
+            response_serializer=response_type.SerializeToString,
         )
 
-    return grpc.method_handlers_generic_handler(SERVICE, {
-        "ServerLive": unary(fixed("live", pb.ServerLiveResponse), pb.ServerLiveRequest, pb.ServerLiveResponse),
-        "ServerReady": unary(fixed("ready", pb.ServerReadyResponse), pb.ServerReadyRequest, pb.ServerReadyResponse),
-        "ServerMetadata": unary(fixed("grpc-server", pb.ServerMetadataResponse), pb.ServerMetadataRequest, pb.ServerMetadataResponse),
-        "ModelMetadata": unary(metadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse),
-        "ModelConfig": unary(config, pb.ModelConfigRequest, pb.ModelConfigResponse),
-        "ModelInfer": unary(infer, pb.ModelInferRequest, pb.ModelInferResponse),
-    })
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "ServerLive": unary(
+                fixed("live", pb.ServerLiveResponse), pb.ServerLiveRequest, pb.ServerLiveResponse
+            ),
+            "ServerReady": unary(
+                fixed("ready", pb.ServerReadyResponse), pb.ServerReadyRequest, pb.ServerReadyResponse
+            ),
+            "ServerMetadata": unary(
+                fixed("grpc-server", pb.ServerMetadataResponse),
+                pb.ServerMetadataRequest,
+                pb.ServerMetadataResponse,
+            ),
+            "ModelMetadata": unary(metadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse),
+            "ModelConfig": unary(config, pb.ModelConfigRequest, pb.ModelConfigResponse),
+            "ModelInfer": unary(infer, pb.ModelInferRequest, pb.ModelInferResponse),
+        },
+    )
 
 
 def floor_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
@@ -155,11 +174,15 @@ def floor_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) ->
     async def canned_reply(request: bytes, context) -> bytes:
         reply = replies.get(len(request))
         if reply is None:
-            reply = replies[len(request)] = (await infer(pb.ModelInferRequest.FromString(request), context)).SerializeToString()
+            reply = replies[len(request)] = (
+                await infer(pb.ModelInferRequest.FromString(request), context)
+            ).SerializeToString()
         return reply
 
     table[f"/{SERVICE}/ModelInfer"] = grpc.unary_unary_rpc_method_handler(canned_reply)
-    return grpc.method_handlers_generic_handler(SERVICE, {key.rpartition("/")[2]: h for key, h in table.items()})
+    return grpc.method_handlers_generic_handler(
+        SERVICE, {key.rpartition("/")[2]: h for key, h in table.items()}
+    )
 
 
 def _synchronous(handler):

@@ -72,12 +72,21 @@ class TritonPeer:
         stub = tree / "python_backend_stubs" / minor / "triton_python_backend_stub"
         shutil.copy2(stub, self.runtime / "backends" / "python" / "triton_python_backend_stub")
         self.http_port, self.grpc_port, metrics = free_port(), free_port(), free_port()
-        command = [str(self.runtime / "bin" / "tritonserver"), f"--model-repository={repository}",
-                   f"--backend-directory={self.runtime / 'backends'}", f"--cache-directory={self.runtime / 'caches'}",
-                   f"--http-port={self.http_port}", f"--grpc-port={self.grpc_port}", f"--metrics-port={metrics}",
-                   "--allow-gpu-metrics=false", "--log-verbose=0"]
+        command = [
+            str(self.runtime / "bin" / "tritonserver"),
+            f"--model-repository={repository}",
+            f"--backend-directory={self.runtime / 'backends'}",
+            f"--cache-directory={self.runtime / 'caches'}",
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={metrics}",
+            "--allow-gpu-metrics=false",
+            "--log-verbose=0",
+        ]
         self.log = open(self.runtime / "tritonserver.log", "w")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=_peer_env(tree))
+        self.process = subprocess.Popen(
+            command, stdout=self.log, stderr=subprocess.STDOUT, env=_peer_env(tree)
+        )
         self._wait_ready()
 
     @property
@@ -90,7 +99,12 @@ class TritonPeer:
             if self.process.poll() is not None:
                 break
             try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/v2/health/ready", timeout=2).status == 200:
+                if (
+                    urllib.request.urlopen(
+                        f"http://127.0.0.1:{self.http_port}/v2/health/ready", timeout=2
+                    ).status
+                    == 200
+                ):
                     return
             except OSError:
                 pass
@@ -111,18 +125,36 @@ class TritonPeer:
 
 
 def _venv_python_minor() -> str:
-    version = subprocess.run([str(PEER_VENV / "bin" / "python"), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"],
-                             capture_output=True, text=True, check=True)
+    version = subprocess.run(
+        [
+            str(PEER_VENV / "bin" / "python"),
+            "-c",
+            "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return version.stdout.strip()
 
 
 def _peer_env(tree: Path) -> dict[str, str]:
     """The stub finds its Python from the first python3 on PATH; libpython and the wheel's libs."""
     site = tree.parent.parent
-    libdir = subprocess.run([str(PEER_VENV / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))"],
-                            capture_output=True, text=True, check=True).stdout.strip() or sysconfig.get_config_var("LIBDIR")
+    libdir = subprocess.run(
+        [
+            str(PEER_VENV / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip() or sysconfig.get_config_var("LIBDIR")
     env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = ":".join(p for p in (libdir, str(site / "nvidia_pytriton.libs"), env.get("LD_LIBRARY_PATH", "")) if p)
+    env["LD_LIBRARY_PATH"] = ":".join(
+        p for p in (libdir, str(site / "nvidia_pytriton.libs"), env.get("LD_LIBRARY_PATH", "")) if p
+    )
     env["PATH"] = f"{PEER_VENV / 'bin'}:{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)
     return env
@@ -137,13 +169,17 @@ def measure_peer_rows(
         print("peer: Triton is not installed (`make triton-peer`): its column is left out", file=sys.stderr)
     folder = Path(tempfile.mkdtemp(prefix="bench-peer-"))
     rows = []
-    with ServerProcess("--model-repository", str(PEER_MODELS), "--load-model", "*", *server_args.split()) as ours:
+    with ServerProcess(
+        "--model-repository", str(PEER_MODELS), "--load-model", "*", *server_args.split()
+    ) as ours:
         capture(ours, {s.model for s in chosen}, folder)
         bare, floor = canned_type("grpc", folder), canned_type("grpc-floor", folder)
         peer = TritonPeer(tree, PEER_MODELS) if tree is not None else None
         try:
             for scenario in chosen:
-                rounds = [_round(scenario, measure, ours.grpc_url, peer, bare, floor) for _ in range(max(1, repeat))]
+                rounds = [
+                    _round(scenario, measure, ours.grpc_url, peer, bare, floor) for _ in range(max(1, repeat))
+                ]
                 rows.append(_median_round(scenario, rounds))
         finally:
             bare.stop()
@@ -160,7 +196,11 @@ def _round(scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | No
         rates["triton"] = measure(scenario, peer.grpc_url)
     rates["bare"] = measure(scenario, f"127.0.0.1:{bare.port}")
     rates["floor"] = measure(scenario, f"127.0.0.1:{floor.port}")
-    print(f"measured {scenario.label}: " + ", ".join(f"{k} {v:.1f}/s" for k, v in rates.items()), file=sys.stderr, flush=True)
+    print(
+        f"measured {scenario.label}: " + ", ".join(f"{k} {v:.1f}/s" for k, v in rates.items()),
+        file=sys.stderr,
+        flush=True,
+    )
     return rates
 
 
@@ -183,12 +223,18 @@ def _median_round(scenario: PeerScenario, rounds: list[dict]) -> dict:
 
 def print_peer_table(rows: list[dict]) -> None:
     """One line per scenario; "floor of triton" is the best any grpcio server could do."""
-    print(f"\n| {'scenario':36} | {'ours /s':>9} | {'triton /s':>9} | {'bare aio /s':>11} | {'floor /s':>9} "
-          f"| {'of triton':>9} | {'of bare':>7} | {'of floor':>8} | {'floor of triton':>15} |")
-    print(f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 10}|{'-' * 17}|")
+    print(
+        f"\n| {'scenario':36} | {'ours /s':>9} | {'triton /s':>9} | {'bare aio /s':>11} | {'floor /s':>9} "
+        f"| {'of triton':>9} | {'of bare':>7} | {'of floor':>8} | {'floor of triton':>15} |"
+    )
+    print(
+        f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 10}|{'-' * 17}|"
+    )
     for row in rows:
         triton = f"{row['triton']:.1f}" if "triton" in row else "-"
         of_triton = f"{row['of_triton']:.2f}" if "of_triton" in row else "-"
         floor_of_triton = f"{row['floor_of_triton']:.2f}" if "floor_of_triton" in row else "-"
-        print(f"| {row['scenario']:36} | {row['ours']:9.1f} | {triton:>9} | {row['bare']:11.1f} | {row['floor']:9.1f} "
-              f"| {of_triton:>9} | {row['of_bare']:7.2f} | {row['of_floor']:8.2f} | {floor_of_triton:>15} |")
+        print(
+            f"| {row['scenario']:36} | {row['ours']:9.1f} | {triton:>9} | {row['bare']:11.1f} | {row['floor']:9.1f} "
+            f"| {of_triton:>9} | {row['of_bare']:7.2f} | {row['of_floor']:8.2f} | {floor_of_triton:>15} |"
+        )

@@ -36,26 +36,26 @@ ROOT = Path(__file__).resolve().parent.parent
 CALLS = 3000
 HTTP_CALLS = 500
 PAIR = (
-    'max_batch_size: 8\n'
+    "max_batch_size: 8\n"
     'input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },'
     ' { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n'
     'output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },'
     ' { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n'
 )
-NESTED = '''
+NESTED = """
 class Model:
     def load(self, config, version_dir, models):
         self.models = models
 
     async def infer(self, inputs):
         return await self.models.infer_async("simple", inputs)
-'''
-ALONE = '''
+"""
+ALONE = """
 class Model:
     async def infer(self, inputs):
         a, b = inputs["INPUT0"], inputs["INPUT1"]
         return {"OUTPUT0": a, "OUTPUT1": b}
-'''
+"""
 
 
 def repository() -> Path:
@@ -89,12 +89,21 @@ async def _in_process(settings: Settings) -> list[dict[str, Any]]:
     return [
         _row("simple, direct (in-process)", times["simple"]),
         _row("async model, no nested call", times["alone_async"]),
-        _row("async model + models.infer_async(simple)", times["nested_async"],
-             f"nested call {nested:.1f} us ({nested - times['simple']:+.1f} us over simple alone)"),
-        _row("Triton BLS bls_simple (exec() on its thread)", times["bls_simple"],
-             f"{times['bls_simple'] - times['simple']:.1f} us over simple alone"),
-        _row("simple_ensemble, 2 steps (in-process)", times["simple_ensemble"],
-             f"2 direct calls: {2 * times['simple']:.1f} us"),
+        _row(
+            "async model + models.infer_async(simple)",
+            times["nested_async"],
+            f"nested call {nested:.1f} us ({nested - times['simple']:+.1f} us over simple alone)",
+        ),
+        _row(
+            "Triton BLS bls_simple (exec() on its thread)",
+            times["bls_simple"],
+            f"{times['bls_simple'] - times['simple']:.1f} us over simple alone",
+        ),
+        _row(
+            "simple_ensemble, 2 steps (in-process)",
+            times["simple_ensemble"],
+            f"2 direct calls: {2 * times['simple']:.1f} us",
+        ),
     ]
 
 
@@ -129,8 +138,11 @@ def client_rows(root: Path) -> list[dict[str, Any]]:
         client.close()
     return [
         _row("simple_ensemble over HTTP (1 client call)", ensemble),
-        _row("simple twice over HTTP (2 client calls)", separate,
-             f"ensemble saves {separate - ensemble:.0f} us"),
+        _row(
+            "simple twice over HTTP (2 client calls)",
+            separate,
+            f"ensemble saves {separate - ensemble:.0f} us",
+        ),
     ]
 
 

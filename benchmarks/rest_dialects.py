@@ -63,14 +63,16 @@ def _grps_outputs(answer: dict) -> Outputs:
 
 
 def _oip_request() -> RestRequest:
-    body = _compact({
-        "id": "",
-        "inputs": [
-            {"name": "INPUT0", "datatype": "INT32", "shape": SHAPE, "data": INPUT0},
-            {"name": "INPUT1", "datatype": "INT32", "shape": SHAPE, "data": INPUT1},
-        ],
-        "outputs": [{"name": n, "parameters": {"binary_data": False}} for n in EXPECTED],
-    })
+    body = _compact(
+        {
+            "id": "",
+            "inputs": [
+                {"name": "INPUT0", "datatype": "INT32", "shape": SHAPE, "data": INPUT0},
+                {"name": "INPUT1", "datatype": "INT32", "shape": SHAPE, "data": INPUT1},
+            ],
+            "outputs": [{"name": n, "parameters": {"binary_data": False}} for n in EXPECTED],
+        }
+    )
     # perf_analyzer sends the OIP binary extension's header even for pure JSON.
     headers = {"Content-Type": "application/json", "Inference-Header-Content-Length": str(len(body))}
     return RestRequest(
@@ -82,7 +84,10 @@ def _tfserving_request() -> RestRequest:
     # Row form: TF Serving's usual client shape; one instance is one [1, 16] batch.
     body = _compact({"instances": [{"INPUT0": INPUT0, "INPUT1": INPUT1}]})
     return RestRequest(
-        "simple tfserving-rest :predict c8 (wrk)", f"/v1/models/{MODEL}:predict", body, _tfserving_outputs,
+        "simple tfserving-rest :predict c8 (wrk)",
+        f"/v1/models/{MODEL}:predict",
+        body,
+        _tfserving_outputs,
         {"Content-Type": "application/json"},
     )
 
@@ -94,7 +99,10 @@ def _grps_request() -> RestRequest:
     ]
     body = _compact({"model": MODEL, "gtensors": {"tensors": tensors}})
     return RestRequest(
-        "simple grps-rest predict c8 (wrk)", "/grps/v1/infer/predict", body, _grps_outputs,
+        "simple grps-rest predict c8 (wrk)",
+        "/grps/v1/infer/predict",
+        body,
+        _grps_outputs,
         {"Content-Type": "application/json"},
     )
 

@@ -120,7 +120,9 @@ def scenarios() -> list[Scenario]:
     for size in (1, 16):
         shape = f"INPUT0:{size * MiB // 4}"
         for transport in ("http-binary", "grpc"):
-            found.append(Scenario(f"identity_fp32 {size} MiB {transport} c1", "identity_fp32", transport, 1, shape))
+            found.append(
+                Scenario(f"identity_fp32 {size} MiB {transport} c1", "identity_fp32", transport, 1, shape)
+            )
     for model in ("simple", "simple_batched", "sleep_2ms", "sleep_2ms_batched"):
         found.append(Scenario(f"{model} http-binary c32", model, "http-binary", 32))
     return found
@@ -131,7 +133,11 @@ def bench_repository() -> Path:
     root = Path(tempfile.mkdtemp(prefix="bench-repo-"))
     shutil.copytree(ROOT / "model_repository", root, dirs_exist_ok=True)
     shutil.copytree(root / "simple", root / "simple_batched")
-    config = (root / "simple_batched" / "config.pbtxt").read_text().replace('name: "simple"', 'name: "simple_batched"')
+    config = (
+        (root / "simple_batched" / "config.pbtxt")
+        .read_text()
+        .replace('name: "simple"', 'name: "simple_batched"')
+    )
     (root / "simple_batched" / "config.pbtxt").write_text(config + "dynamic_batching { }\n")
     return root
 
@@ -160,7 +166,9 @@ def capture(server: ServerProcess, models: set[str], folder: Path) -> None:
         captured[f"/v2/models/{model}/config"] = get(f"/v2/models/{model}/config").hex()
         grpc_meta = stub.ModelMetadata(pb.ModelMetadataRequest(name=model))
         captured[f"grpc-meta/{model}"] = grpc_meta.SerializeToString().hex()
-        captured[f"grpc-config/{model}"] = stub.ModelConfig(pb.ModelConfigRequest(name=model)).SerializeToString().hex()
+        captured[f"grpc-config/{model}"] = (
+            stub.ModelConfig(pb.ModelConfigRequest(name=model)).SerializeToString().hex()
+        )
         outputs[model] = [o["name"] for o in json.loads(metadata)["outputs"]]
     channel.close()
     (folder / "captured.json").write_text(json.dumps(captured))
@@ -172,7 +180,8 @@ class Canned:
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("canned.py")), kind, str(self.port), str(folder)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "canned_started":
@@ -191,15 +200,26 @@ def measure(scenario: Scenario, http: str, grpc_url: str, ca: Path | None = None
 def measure_arguments(label: str, arguments: list[str], window_ms: int = 1000) -> float:
     """perf_analyzer with these arguments: inferences per second, or 0.0 when it failed."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as report:
-        command = [str(PERF_ANALYZER), *arguments,
-                   "--measurement-interval", str(window_ms), "--stability-percentage", "999",
-                   "--max-trials", "3", "-f", report.name]
+        command = [
+            str(PERF_ANALYZER),
+            *arguments,
+            "--measurement-interval",
+            str(window_ms),
+            "--stability-percentage",
+            "999",
+            "--max-trials",
+            "3",
+            "-f",
+            report.name,
+        ]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             return 0.0
         if result.returncode != 0:
-            sys.stderr.write(f"{label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n")
+            sys.stderr.write(
+                f"{label}: perf_analyzer failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}\n"
+            )
             return 0.0
         rows = list(csv.DictReader(open(report.name)))
     return float(rows[0]["Inferences/Second"]) if rows else 0.0
@@ -210,18 +230,26 @@ def measure_ceiling(scenario: Scenario, canned: dict[str, Canned]) -> tuple[floa
     http = f"127.0.0.1:{canned['http'].port}"
     if scenario.transport != "grpc":
         return measure(scenario, http, ""), "http"
-    rates = {kind: measure(scenario, http, f"127.0.0.1:{canned[kind].port}") for kind in ("grpc", "grpc-sync")}
+    rates = {
+        kind: measure(scenario, http, f"127.0.0.1:{canned[kind].port}") for kind in ("grpc", "grpc-sync")
+    }
     best = max(rates, key=rates.__getitem__)
     return rates[best], " ".join(f"{kind} {rate:.0f}/s" for kind, rate in rates.items())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", default="", help="run scenarios whose label contains this text")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--server-args", default="", help="extra `platform serve` arguments")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="measure each scenario (ours, then the ceiling) this many times; report medians")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure each scenario (ours, then the ceiling) this many times; report medians",
+    )
     args = parser.parse_args()
     chosen = [s for s in scenarios() if args.only in s.label]
     rest = rest_dialects.chosen(args.only)
@@ -247,7 +275,9 @@ def main() -> None:
             if metrics_cost:
                 results += measure_metrics_cost(server, repository, args.server_args, max(1, args.repeat))
             if tls_cost:
-                results += measure_tls_cost(tls_cost, server, repository, args.server_args, max(1, args.repeat))
+                results += measure_tls_cost(
+                    tls_cost, server, repository, args.server_args, max(1, args.repeat)
+                )
             if shm:
                 results += shm_rows.measure_rows(
                     shm, measure_arguments, repository, args.server_args, max(1, args.repeat)
@@ -272,7 +302,9 @@ def main() -> None:
 
 
 def measure_peer(scenario: peer.PeerScenario, grpc_url: str) -> float:
-    return measure(Scenario(scenario.label, scenario.model, "grpc", scenario.concurrency, scenario.shape), "", grpc_url)
+    return measure(
+        Scenario(scenario.label, scenario.model, "grpc", scenario.concurrency, scenario.shape), "", grpc_url
+    )
 
 
 def measure_pair(scenario: Scenario, server: ServerProcess, canned: dict[str, Canned]) -> dict:
@@ -313,8 +345,15 @@ def measure_rest_round(
     print_row(rows[0])
     for request in dialects:
         rate = wrk.requests_per_second(request.label, server.http_url, request, WRK_CONCURRENCY)
-        rows.append({"scenario": request.label, "ours": rate, "ceiling": None, "ceiling_server": "",
-                     "of_reference": rate / ours if ours else 0.0})
+        rows.append(
+            {
+                "scenario": request.label,
+                "ours": rate,
+                "ceiling": None,
+                "ceiling_server": "",
+                "of_reference": rate / ours if ours else 0.0,
+            }
+        )
         print_row(rows[-1])
     return rows
 
@@ -323,7 +362,9 @@ PIPELINES_LABEL = "pipelines (nested calls, ensembles)"
 METRICS_SCENARIO = Scenario("simple http-json c8", "simple", "http-json", 8)
 
 
-def measure_metrics_cost(server: ServerProcess, repository: Path, server_args: str, repeat: int) -> list[dict]:
+def measure_metrics_cost(
+    server: ServerProcess, repository: Path, server_args: str, repeat: int
+) -> list[dict]:
     """Metrics on (``server``, scraped every second) and off (a second server), alternating."""
     off_args = ("--model-repository", str(repository), "--no-allow-metrics", *server_args.split())
     pairs = []
@@ -357,7 +398,11 @@ def measure_tls_cost(
             for _ in range(repeat):
                 plain = measure(scenario, server.http_url, server.grpc_url)
                 tls = measure(scenario, f"localhost:{secure.http_port}", f"localhost:{secure.grpc_port}", ca)
-                print(f"measured {scenario.label} tls on {tls:.1f}/s, off {plain:.1f}/s", file=sys.stderr, flush=True)
+                print(
+                    f"measured {scenario.label} tls on {tls:.1f}/s, off {plain:.1f}/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 pairs.append((tls, plain))
             rows += _on_off_rows(f"{scenario.label} tls", pairs, repeat)
     shutil.rmtree(folder, ignore_errors=True)
@@ -366,10 +411,20 @@ def measure_tls_cost(
 
 def _on_off_rows(label: str, pairs: list[tuple[float, float]], repeat: int) -> list[dict]:
     """The "off" row and the "on" row with its median ratio to "off" (pairs are (on, off))."""
-    off_row = {"scenario": f"{label} off", "ours": _median([off for _, off in pairs]),
-               "ceiling": None, "of_reference": 1.0, "runs": repeat}
-    on_row = {"scenario": f"{label} on", "ours": _median([on for on, _ in pairs]), "ceiling": None,
-              "of_reference": _median([on / off if off else 0.0 for on, off in pairs]), "runs": repeat}
+    off_row = {
+        "scenario": f"{label} off",
+        "ours": _median([off for _, off in pairs]),
+        "ceiling": None,
+        "of_reference": 1.0,
+        "runs": repeat,
+    }
+    on_row = {
+        "scenario": f"{label} on",
+        "ours": _median([on for on, _ in pairs]),
+        "ceiling": None,
+        "of_reference": _median([on / off if off else 0.0 for on, off in pairs]),
+        "runs": repeat,
+    }
     return [off_row, on_row]
 
 
@@ -437,8 +492,10 @@ def print_row(row: dict) -> None:
 
 def print_table(results: list[dict]) -> None:
     """One table: wrk dialect and shm rows have no ceiling of their own, only a ratio to a reference row."""
-    print(f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} "
-          f"| {'of ref.':>10} |")
+    print(
+        f"\n| {'scenario':40} | {'ours infer/s':>12} | {'ceiling infer/s':>15} | {'fraction':>8} "
+        f"| {'of ref.':>10} |"
+    )
     print(f"|{'-' * 42}|{'-' * 14}|{'-' * 17}|{'-' * 10}|{'-' * 12}|")
     for row in results:
         if row["ceiling"] is None:
@@ -447,8 +504,10 @@ def print_table(results: list[dict]) -> None:
             ceiling = f"{row['ceiling']:.1f}"
             fraction = f"{row['ours'] / row['ceiling']:.2f}" if row["ceiling"] else "0.00"
         of_reference = f"{row['of_reference']:.2f}" if "of_reference" in row else ""
-        print(f"| {row['scenario']:40} | {row['ours']:12.1f} | {ceiling:>15} | {fraction:>8} "
-              f"| {of_reference:>10} |")
+        print(
+            f"| {row['scenario']:40} | {row['ours']:12.1f} | {ceiling:>15} | {fraction:>8} "
+            f"| {of_reference:>10} |"
+        )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,20 @@ class Pair:
 
     def arguments(self, url: str, shared: bool) -> list[str]:
         count = self.size * MiB // 4
-        args = ["-m", "identity_fp32", "--concurrency-range", "1", "--shape", f"INPUT0:{count}",
-                "--input-data", "zero", "-i", "grpc" if self.transport == "grpc" else "http", "-u", url]
+        args = [
+            "-m",
+            "identity_fp32",
+            "--concurrency-range",
+            "1",
+            "--shape",
+            f"INPUT0:{count}",
+            "--input-data",
+            "zero",
+            "-i",
+            "grpc" if self.transport == "grpc" else "http",
+            "-u",
+            url,
+        ]
         if shared:
             args += ["--shared-memory", "system", "--output-shared-memory-size", str(self.size * MiB)]
         return args
@@ -65,7 +77,9 @@ def chosen(only: str) -> list[Pair]:
 Measure = Callable[..., float]
 
 
-def measure_rows(pairs: list[Pair], measure: Measure, repository: Path, server_args: str, repeat: int) -> list[dict]:
+def measure_rows(
+    pairs: list[Pair], measure: Measure, repository: Path, server_args: str, repeat: int
+) -> list[dict]:
     """Rows for the table: each pair's plain rate and its shared-memory rate (median ratio)."""
     args = ("--model-repository", str(repository), "--allow-client-shm", *server_args.split())
     rows = []
@@ -81,7 +95,11 @@ def _round(pair: Pair, url: str, measure: Measure) -> tuple[float, float]:
     plain = measure(pair.plain_label, pair.arguments(url, shared=False), window_ms=pair.window_ms)
     shared = measure(pair.shm_label, pair.arguments(url, shared=True), window_ms=pair.window_ms)
     ratio = f"{shared / plain:.2f}x" if plain else "-"
-    print(f"measured {pair.shm_label}: {shared:.1f}/s ({ratio} of {plain:.1f}/s without)", file=sys.stderr, flush=True)
+    print(
+        f"measured {pair.shm_label}: {shared:.1f}/s ({ratio} of {plain:.1f}/s without)",
+        file=sys.stderr,
+        flush=True,
+    )
     return plain, shared
 
 

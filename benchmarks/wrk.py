@@ -69,8 +69,20 @@ def requests_per_second(label: str, url: str, post: Post, connections: int, seco
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as lua:
         lua.write(script(post))
         lua.flush()
-        command = [executable(), "-t", str(THREADS), "-c", str(connections), "-d", f"{seconds}s",
-                   "--timeout", "10s", "-s", lua.name, f"http://{url}{post.path}"]
+        command = [
+            executable(),
+            "-t",
+            str(THREADS),
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--timeout",
+            "10s",
+            "-s",
+            lua.name,
+            f"http://{url}{post.path}",
+        ]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
         except subprocess.TimeoutExpired:

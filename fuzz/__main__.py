@@ -45,7 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("FUZZ_SECONDS", "60")))
     parser.add_argument("--targets", default=os.environ.get("FUZZ_TARGETS", ""))
     parser.add_argument("--inputs", type=int, default=int(os.environ.get("FUZZ_INPUTS", "0")))
-    parser.add_argument("--driver", choices=("auto", "atheris", "random"), default=os.environ.get("FUZZ_DRIVER", "auto"))
+    parser.add_argument(
+        "--driver", choices=("auto", "atheris", "random"), default=os.environ.get("FUZZ_DRIVER", "auto")
+    )
     parser.add_argument("--findings", type=Path, default=Path(".fuzz/findings"))
     return parser
 

@@ -84,4 +84,6 @@ def _keep(folder: Path, kind: str, name: str, outcome: Outcome, data: bytes) -> 
     stem = f"{kind}-{hashlib.sha1(data).hexdigest()[:16]}"
     (folder / stem).write_bytes(data)
     detail = "".join(traceback.format_exception(outcome.escaped)) if outcome.escaped else outcome.detail
-    (folder / f"{stem}.txt").write_text(json.dumps({"signature": name, "status": str(outcome.status)}) + "\n" + detail)
+    (folder / f"{stem}.txt").write_text(
+        json.dumps({"signature": name, "status": str(outcome.status)}) + "\n" + detail
+    )

@@ -27,7 +27,10 @@ def _oip_tensor(name: str, datatype: str, shape: list[int], data: Any, **extra: 
 
 def oip_json_bodies() -> dict[str, list[dict[str, Any]]]:
     """OIP JSON infer bodies, by model."""
-    pair = [_oip_tensor("INPUT0", "INT32", [1, 16], SIXTEEN), _oip_tensor("INPUT1", "INT32", [1, 16], SIXTEEN)]
+    pair = [
+        _oip_tensor("INPUT0", "INT32", [1, 16], SIXTEEN),
+        _oip_tensor("INPUT1", "INT32", [1, 16], SIXTEEN),
+    ]
     nested = [_oip_tensor("INPUT0", "INT32", [2, 16], [SIXTEEN, SIXTEEN]),
               _oip_tensor("INPUT1", "INT32", [2, 16], [SIXTEEN, SIXTEEN])]  # fmt: skip
     text = [str(i) for i in SIXTEEN]
@@ -38,14 +41,28 @@ def oip_json_bodies() -> dict[str, list[dict[str, Any]]]:
             {"inputs": nested, "outputs": [{"name": "OUTPUT0"}], "parameters": {"binary_data_output": False}},
             {"inputs": pair, "outputs": [{"name": "OUTPUT1", "parameters": {"binary_data": True}}]},
         ],
-        "simple_string": [{"inputs": [_oip_tensor("INPUT0", "BYTES", [1, 16], text),
-                                      _oip_tensor("INPUT1", "BYTES", [1, 16], text)]}],  # fmt: skip
-        "simple_onnx": [{"inputs": [_oip_tensor("INPUT0", "FP32", [1, 16], floats),
-                                    _oip_tensor("INPUT1", "FP32", [1, 16], floats)]}],  # fmt: skip
+        "simple_string": [
+            {
+                "inputs": [
+                    _oip_tensor("INPUT0", "BYTES", [1, 16], text),
+                    _oip_tensor("INPUT1", "BYTES", [1, 16], text),
+                ]
+            }
+        ],  # fmt: skip
+        "simple_onnx": [
+            {
+                "inputs": [
+                    _oip_tensor("INPUT0", "FP32", [1, 16], floats),
+                    _oip_tensor("INPUT1", "FP32", [1, 16], floats),
+                ]
+            }
+        ],  # fmt: skip
         "identity_fp32": [{"inputs": [_oip_tensor("INPUT0", "FP32", [3], [1.5, -2.0, 1e30])]}],
         "identity_fp16": [{"inputs": [_oip_tensor("INPUT0", "FP16", [2], [0.5, 65504.0])]}],
-        "identity_bytes": [{"inputs": [_oip_tensor("INPUT0", "BYTES", [2], ["hello", "wörld"])]},
-                           {"inputs": [_oip_tensor("INPUT0", "BYTES", [1], [{"b64": "AAEC"}])]}],  # fmt: skip
+        "identity_bytes": [
+            {"inputs": [_oip_tensor("INPUT0", "BYTES", [2], ["hello", "wörld"])]},
+            {"inputs": [_oip_tensor("INPUT0", "BYTES", [1], [{"b64": "AAEC"}])]},
+        ],  # fmt: skip
         "saved_model_half_plus_three": [
             {"inputs": [_oip_tensor("x", "FP32", [3], [1.0, 2.0, 5.0])], "parameters": {"timeout": 5000000}}
         ],
@@ -64,17 +81,38 @@ def oip_binary_requests() -> dict[str, list[tuple[dict[str, Any], bytes]]]:
     sized = lambda name, dt, shape, size: {"name": name, "datatype": dt, "shape": shape,  # noqa: E731
                                            "parameters": {"binary_data_size": size}}  # fmt: skip
     return {
-        "simple": [({"inputs": [sized("INPUT0", "INT32", [1, 16], 64), sized("INPUT1", "INT32", [1, 16], 64)],
-                     "parameters": {"binary_data_output": True}}, ints + ints)],  # fmt: skip
-        "simple_string": [({"inputs": [sized("INPUT0", "BYTES", [1, 16], len(text)),
-                                       sized("INPUT1", "BYTES", [1, 16], len(text))],
-                            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]},
-                           text + text)],  # fmt: skip
-        "identity_bytes": [({"inputs": [sized("INPUT0", "BYTES", [2], 13)]}, bytes_elements([b"abc", b"\x00\xff"]))],
-        "identity_fp16": [({"inputs": [sized("INPUT0", "FP16", [2], 4)]}, np.array([1, 2], np.float16).tobytes())],
+        "simple": [
+            (
+                {
+                    "inputs": [sized("INPUT0", "INT32", [1, 16], 64), sized("INPUT1", "INT32", [1, 16], 64)],
+                    "parameters": {"binary_data_output": True},
+                },
+                ints + ints,
+            )
+        ],  # fmt: skip
+        "simple_string": [
+            (
+                {
+                    "inputs": [
+                        sized("INPUT0", "BYTES", [1, 16], len(text)),
+                        sized("INPUT1", "BYTES", [1, 16], len(text)),
+                    ],
+                    "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+                },
+                text + text,
+            )
+        ],  # fmt: skip
+        "identity_bytes": [
+            ({"inputs": [sized("INPUT0", "BYTES", [2], 13)]}, bytes_elements([b"abc", b"\x00\xff"]))
+        ],
+        "identity_fp16": [
+            ({"inputs": [sized("INPUT0", "FP16", [2], 4)]}, np.array([1, 2], np.float16).tobytes())
+        ],
         "saved_model_half_plus_three": [
-            ({"inputs": [sized("x", "FP32", [2], 8), _oip_tensor("x2", "FP32", [1], [1.0])]},
-             np.array([1, 2], np.float32).tobytes())  # fmt: skip
+            (
+                {"inputs": [sized("x", "FP32", [2], 8), _oip_tensor("x2", "FP32", [1], [1.0])]},
+                np.array([1, 2], np.float32).tobytes(),
+            )  # fmt: skip
         ],
     }
 
@@ -96,13 +134,17 @@ def oip_grpc_requests() -> list[oip.ModelInferRequest]:
                contents=oip.InferTensorContents(bytes_contents=[str(i).encode() for i in SIXTEEN]))
         for n in ("INPUT0", "INPUT1")
     ])  # fmt: skip
-    raw_bytes = oip.ModelInferRequest(model_name="identity_bytes", inputs=[tensor(name="INPUT0", datatype="BYTES", shape=[2])])
+    raw_bytes = oip.ModelInferRequest(
+        model_name="identity_bytes", inputs=[tensor(name="INPUT0", datatype="BYTES", shape=[2])]
+    )
     raw_bytes.raw_input_contents.append(bytes_elements([b"ab", b""]))
     fp = oip.ModelInferRequest(model_name="saved_model_half_plus_three", model_version="123", inputs=[
         tensor(name="x", datatype="FP32", shape=[3], contents=oip.InferTensorContents(fp32_contents=[1, 2, 5]))
     ])  # fmt: skip
     fp.parameters["timeout"].int64_param = 1_000_000
-    half = oip.ModelInferRequest(model_name="identity_fp16", inputs=[tensor(name="INPUT0", datatype="FP16", shape=[2])])
+    half = oip.ModelInferRequest(
+        model_name="identity_fp16", inputs=[tensor(name="INPUT0", datatype="FP16", shape=[2])]
+    )
     half.raw_input_contents.append(np.array([1, 2], np.float16).tobytes())
     return [typed, raw, strings, raw_bytes, fp, half]
 
@@ -118,7 +160,9 @@ def tfserving_json_bodies() -> dict[str, list[dict[str, Any]]]:
             {"instances": [{"b64": base64.b64encode(b"\x00hi").decode()}]},
             {"inputs": {"INPUT0": [{"b64": "AAE="}, "text"]}},
         ],
-        "classify": [{"signature_name": "tensorflow/serving/classify", "examples": [{"x": 1.0}, {"x": [2.0]}]}],
+        "classify": [
+            {"signature_name": "tensorflow/serving/classify", "examples": [{"x": 1.0}, {"x": [2.0]}]}
+        ],
         "regress": [
             {"signature_name": "tensorflow/serving/regress", "context": {"y": 1}, "examples": [{"x": 1.0}]},
             {"examples": [{"x": 1.0, "s": {"b64": "AA=="}, "i": [1, 2]}]},
@@ -157,13 +201,19 @@ def tfserving_grpc_requests() -> dict[str, list[Any]]:
 
 def grps_json_bodies() -> list[dict[str, Any]]:
     """grps predict bodies: gtensors, ndarray, str_data, gmap."""
-    tensors = [{"name": n, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": SIXTEEN} for n in ("INPUT0", "INPUT1")]
+    tensors = [
+        {"name": n, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": SIXTEEN}
+        for n in ("INPUT0", "INPUT1")
+    ]
     return [
         {"model": "simple", "gtensors": {"tensors": tensors}},
         {"model": "saved_model_half_plus_three-123", "ndarray": [[1.0, 2.0], [3.0, 4.0]]},
         {"model": "identity_bytes", "str_data": "hello"},
         {"model": "simple_onnx", "gmap": {"s_f": {"INPUT0": 1.5}, "s_d": {"INPUT1": 2.0}}},
-        {"model": "identity_fp16", "gtensors": {"tensors": [{"dtype": "DT_FLOAT16", "flat_float16": [1.0, 2.0]}]}},
+        {
+            "model": "identity_fp16",
+            "gtensors": {"tensors": [{"dtype": "DT_FLOAT16", "flat_float16": [1.0, 2.0]}]},
+        },
     ]
 
 
@@ -200,8 +250,12 @@ def repository_load_bodies() -> list[dict[str, Any]]:
                 "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [-1]}]}  # fmt: skip
     return [
         {"parameters": {"config": orjson.dumps(override).decode()}},
-        {"parameters": {"config": orjson.dumps(uploaded).decode(),
-                        "file:1/model.py": base64.b64encode(PYTHON_MODEL).decode()}},  # fmt: skip
+        {
+            "parameters": {
+                "config": orjson.dumps(uploaded).decode(),
+                "file:1/model.py": base64.b64encode(PYTHON_MODEL).decode(),
+            }
+        },  # fmt: skip
         {},
     ]
 
@@ -224,5 +278,8 @@ model_warmup [ { name: "w" batch_size: 1 inputs { key: "a" value { data_type: TY
 parameters { key: "k" value { string_value: "v" } }
 """
     # The folder the target reads is named "rich": a bundled config's own name would not match it.
-    own = [b"\n".join(line for line in p.read_bytes().splitlines() if not line.startswith(b"name:")) for p in bundled]
+    own = [
+        b"\n".join(line for line in p.read_bytes().splitlines() if not line.startswith(b"name:"))
+        for p in bundled
+    ]
     return own + [rich]

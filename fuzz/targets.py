@@ -48,6 +48,7 @@ def _selector(options: Sequence[Any], option: Any) -> bytes:
 
 # ---- OIP over HTTP: JSON and the binary tensor data extension ----
 
+
 async def _oip_json(server: FuzzServer, data: bytes) -> Outcome:
     model, body = _pick(MODELS, data)
     return await server.http_async("POST", f"/v2/models/{model}/infer", body, {})
@@ -127,7 +128,9 @@ GRPS_QUERIES = ("", "return-ndarray=true", "model=simple", "model=identity_bytes
 
 async def _grps_json(server: FuzzServer, data: bytes) -> Outcome:
     query, body = _pick(GRPS_QUERIES, data)
-    return await server.http_async("POST", "/grps/v1/infer/predict", body, {"content-type": "application/json"}, query)
+    return await server.http_async(
+        "POST", "/grps/v1/infer/predict", body, {"content-type": "application/json"}, query
+    )
 
 
 def _grps_json_seeds() -> list[bytes]:
@@ -150,7 +153,9 @@ def _grps_grpc_seeds() -> list[bytes]:
 
 # ---- the repository API's load and unload bodies ----
 
-REPOSITORY_CALLS = tuple((action, model) for model in ("simple", "identity_fp32", "uploaded") for action in ("load", "unload"))
+REPOSITORY_CALLS = tuple(
+    (action, model) for model in ("simple", "identity_fp32", "uploaded") for action in ("load", "unload")
+)
 
 
 async def _repository(server: FuzzServer, data: bytes) -> Outcome:
@@ -160,11 +165,15 @@ async def _repository(server: FuzzServer, data: bytes) -> Outcome:
 
 def _repository_seeds() -> list[bytes]:
     bodies = seeds.repository_load_bodies()
-    return [_selector(REPOSITORY_CALLS, ("load", model)) + orjson.dumps(body)
-            for model in ("simple", "uploaded") for body in bodies] + [_selector(REPOSITORY_CALLS, ("unload", "simple"))]
+    return [
+        _selector(REPOSITORY_CALLS, ("load", model)) + orjson.dumps(body)
+        for model in ("simple", "uploaded")
+        for body in bodies
+    ] + [_selector(REPOSITORY_CALLS, ("unload", "simple"))]
 
 
 # ---- config.pbtxt: the text-format reader and ModelConfig building ----
+
 
 class _ConfigFolder:
     """One model folder whose config.pbtxt each input rewrites (read as the repository reads it)."""
@@ -197,17 +206,37 @@ TARGETS: dict[str, Target] = {
     target.name: target
     for target in (
         Target("oip-json", "OIP REST infer, JSON body", _oip_json_seeds, _oip_json),
-        Target("oip-binary", "OIP REST infer, binary extension (header length, binary_data_size, "
-               "BYTES length prefixes)", _oip_binary_seeds, _oip_binary),  # fmt: skip
+        Target(
+            "oip-binary",
+            "OIP REST infer, binary extension (header length, binary_data_size, BYTES length prefixes)",
+            _oip_binary_seeds,
+            _oip_binary,
+        ),  # fmt: skip
         Target("oip-grpc", "OIP gRPC ModelInfer, typed and raw contents", _oip_grpc_seeds, _oip_grpc),
-        Target("tfserving-json", "TF Serving REST predict/classify/regress (row, columnar, b64)",
-               _tfserving_json_seeds, _tfserving_json),  # fmt: skip
-        Target("tfserving-grpc", "TF Serving gRPC Predict (TensorProto), Classify, Regress",
-               _tfserving_grpc_seeds, _tfserving_grpc),  # fmt: skip
-        Target("grps-json", "grps REST predict (gtensors, ndarray, str_data, gmap)", _grps_json_seeds, _grps_json),
-        Target("grps-grpc", "grps gRPC Predict / PredictStreaming / ModelMetadata", _grps_grpc_seeds, _grps_grpc),
-        Target("repository", "repository load/unload bodies (config override, file: parameters)",
-               _repository_seeds, _repository),  # fmt: skip
+        Target(
+            "tfserving-json",
+            "TF Serving REST predict/classify/regress (row, columnar, b64)",
+            _tfserving_json_seeds,
+            _tfserving_json,
+        ),  # fmt: skip
+        Target(
+            "tfserving-grpc",
+            "TF Serving gRPC Predict (TensorProto), Classify, Regress",
+            _tfserving_grpc_seeds,
+            _tfserving_grpc,
+        ),  # fmt: skip
+        Target(
+            "grps-json", "grps REST predict (gtensors, ndarray, str_data, gmap)", _grps_json_seeds, _grps_json
+        ),
+        Target(
+            "grps-grpc", "grps gRPC Predict / PredictStreaming / ModelMetadata", _grps_grpc_seeds, _grps_grpc
+        ),
+        Target(
+            "repository",
+            "repository load/unload bodies (config override, file: parameters)",
+            _repository_seeds,
+            _repository,
+        ),  # fmt: skip
         Target("config-pbtxt", "config.pbtxt text format -> ModelConfig", seeds.config_texts, _config_pbtxt),
     )
 }

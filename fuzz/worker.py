@@ -108,7 +108,9 @@ def _random(args: argparse.Namespace) -> None:
     from .mutate import fuzz_randomly
 
     loop = _Loop(args, "random")
-    fuzz_randomly(loop.target.seeds() + _regressions(args.target), loop.one, lambda: loop.over(time.monotonic()))
+    fuzz_randomly(
+        loop.target.seeds() + _regressions(args.target), loop.one, lambda: loop.over(time.monotonic())
+    )
     loop.write(time.monotonic())
 
 

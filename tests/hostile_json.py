@@ -46,7 +46,9 @@ wrong_values = st.recursive(
     _scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(["b64", "name", "x", "data", "shape", "tensors", ""]), inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["b64", "name", "x", "data", "shape", "tensors", ""]), inner, max_size=3
+        ),
     ),
     max_leaves=8,
 )
@@ -109,7 +111,9 @@ def post_json(port: int, path: str, doc: Any, headers: dict[str, str] | None = N
     body = json.dumps(doc).encode()
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        connection.request("POST", path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+        connection.request(
+            "POST", path, body=body, headers={"Content-Type": "application/json", **(headers or {})}
+        )
         reply = connection.getresponse()
         return reply.status, reply.read()
     finally:

@@ -22,8 +22,10 @@ INFER = "/v2/models/{}/infer"
 
 
 def cases(http_url: str, grpc_url: str) -> list[Case]:
-    return json_cases(HttpSession(http_url)) + hostile_cases(http_url, HttpSession(http_url)) + binary_cases(
-        triton.InferenceServerClient(http_url, network_timeout=60.0)
+    return (
+        json_cases(HttpSession(http_url))
+        + hostile_cases(http_url, HttpSession(http_url))
+        + binary_cases(triton.InferenceServerClient(http_url, network_timeout=60.0))
     )
 
 
@@ -48,7 +50,10 @@ def _simple_body() -> tuple[dict, dict]:
     a, b = p.simple_pair(p.simple_rows())
     document = {"inputs": [_tensor("INPUT0", "INT32", a), _tensor("INPUT1", "INT32", b)]}
     shape = list(a.shape)
-    return document, {"OUTPUT0": (shape, (a + b).ravel().tolist()), "OUTPUT1": (shape, (a - b).ravel().tolist())}
+    return document, {
+        "OUTPUT0": (shape, (a + b).ravel().tolist()),
+        "OUTPUT1": (shape, (a - b).ravel().tolist()),
+    }
 
 
 def json_cases(session: HttpSession) -> list[Case]:
@@ -65,12 +70,18 @@ def json_cases(session: HttpSession) -> list[Case]:
 
     def identity_fp32() -> Outcome:
         x = p.fp32_vector(largest=p.JSON_MAX_ELEMENTS)
-        status, data = session.post_json(INFER.format("identity_fp32"), {"inputs": [_tensor("INPUT0", "FP32", x)]})
-        return http_answer(status, data, lambda d: judged(p.same_floats(_outputs(d)["OUTPUT0"][1], x), len(x)))
+        status, data = session.post_json(
+            INFER.format("identity_fp32"), {"inputs": [_tensor("INPUT0", "FP32", x)]}
+        )
+        return http_answer(
+            status, data, lambda d: judged(p.same_floats(_outputs(d)["OUTPUT0"][1], x), len(x))
+        )
 
     def identity_bytes() -> Outcome:
         x = p.byte_strings(printable=True)
-        status, data = session.post_json(INFER.format("identity_bytes"), {"inputs": [_tensor("INPUT0", "BYTES", x)]})
+        status, data = session.post_json(
+            INFER.format("identity_bytes"), {"inputs": [_tensor("INPUT0", "BYTES", x)]}
+        )
         want = [s.decode() for s in x]
         return http_answer(status, data, lambda d: judged(_outputs(d)["OUTPUT0"][1] == want, d[:200]))
 
@@ -78,15 +89,21 @@ def json_cases(session: HttpSession) -> list[Case]:
         x = p.fp32_vector(largest=1024)
         document = {"inputs": [_tensor("x", "FP32", x)]}
         status, data = session.post_json(INFER.format("saved_model_half_plus_three"), document)
-        return http_answer(status, data, lambda d: judged(p.same_floats(_outputs(d)["y"][1], p.half_plus_three(x))))
+        return http_answer(
+            status, data, lambda d: judged(p.same_floats(_outputs(d)["y"][1], p.half_plus_three(x)))
+        )
 
     def simple_string() -> Outcome:
         a, b = p.simple_pair(p.simple_rows())
         document = {"inputs": [_tensor("INPUT0", "BYTES", _text(a)), _tensor("INPUT1", "BYTES", _text(b))]}
         status, data = session.post_json(INFER.format("simple_string"), document)
-        want = {"OUTPUT0": [str(int(v)) for v in (a + b).flat], "OUTPUT1": [str(int(v)) for v in (a - b).flat]}
-        return http_answer(status, data, lambda d: judged(
-            {k: v[1] for k, v in _outputs(d).items()} == want, d[:200]))
+        want = {
+            "OUTPUT0": [str(int(v)) for v in (a + b).flat],
+            "OUTPUT1": [str(int(v)) for v in (a - b).flat],
+        }
+        return http_answer(
+            status, data, lambda d: judged({k: v[1] for k, v in _outputs(d).items()} == want, d[:200])
+        )
 
     return [
         Case(JSON, "simple", simple, 4),
@@ -107,34 +124,60 @@ BOMB = compress(bytes(p.BODY_LIMIT_BYTES + (1 << 20)), "gzip")  # ~9 MiB of zero
 def hostile_cases(http_url: str, session: HttpSession) -> list[Case]:
     def refused(path: str, body: bytes, expected: set[int], headers: dict[str, str] | None = None):
         def call() -> Outcome:
-            status, data, _ = session.request("POST", path, body, {"Content-Type": "application/json", **(headers or {})})
+            status, data, _ = session.request(
+                "POST", path, body, {"Content-Type": "application/json", **(headers or {})}
+            )
             outcome = http_refusal(status, data, expected, p.GONE_OIP if path == simple else "")
             if outcome.kind == OK and not data.startswith(b'{"error":'):
                 return Outcome(ERROR, shorten(f"not OIP's error shape: {data[:200]!r}"))
             return outcome
+
         return call
 
     def oversized() -> Outcome:
-        status, answer = raw_exchange(http_url, oversized_head(INFER.format("identity_fp32"), p.BODY_LIMIT_BYTES + 1))
+        status, answer = raw_exchange(
+            http_url, oversized_head(INFER.format("identity_fp32"), p.BODY_LIMIT_BYTES + 1)
+        )
         return http_refusal(status, answer, {413})
 
     simple = INFER.format("simple")
     good, _ = _simple_body()
     wrong_type = {"inputs": [{"name": "x", "shape": [0], "datatype": [], "data": []}]}
-    short = {"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": [1, 2]},
-                        {"name": "INPUT1", "shape": [1, 16], "datatype": "INT32", "data": [1, 2]}]}
+    short = {
+        "inputs": [
+            {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": [1, 2]},
+            {"name": "INPUT1", "shape": [1, 16], "datatype": "INT32", "data": [1, 2]},
+        ]
+    }
     return [
         Case(JSON, "malformed JSON", refused(simple, b'{"inputs": [', {400})),
-        Case(JSON, "datatype of the wrong type", refused(INFER.format("saved_model_half_plus_three"),
-                                                         json_bytes(wrong_type), {400})),
-        Case(JSON, "INT32 data as strings", refused(simple, json_bytes(
-            {"inputs": [{**t, "data": [str(v) for v in t["data"]]} for t in good["inputs"]]}), {400})),
+        Case(
+            JSON,
+            "datatype of the wrong type",
+            refused(INFER.format("saved_model_half_plus_three"), json_bytes(wrong_type), {400}),
+        ),
+        Case(
+            JSON,
+            "INT32 data as strings",
+            refused(
+                simple,
+                json_bytes({"inputs": [{**t, "data": [str(v) for v in t["data"]]} for t in good["inputs"]]}),
+                {400},
+            ),
+        ),
         Case(JSON, "too little data", refused(simple, json_bytes(short), {400})),
         Case(JSON, "unknown model", refused(INFER.format("no_such_model"), json_bytes(good), {404})),
-        Case(JSON, "binary header past the body", refused(simple, json_bytes(good), {400},
-                                                          {"Inference-Header-Content-Length": "999999"})),
+        Case(
+            JSON,
+            "binary header past the body",
+            refused(simple, json_bytes(good), {400}, {"Inference-Header-Content-Length": "999999"}),
+        ),
         Case(JSON, "broken gzip", refused(simple, b"not gzip at all", {400}, {"Content-Encoding": "gzip"})),
-        Case(JSON, "gzip bomb", refused(INFER.format("identity_fp32"), BOMB, {413}, {"Content-Encoding": "gzip"})),
+        Case(
+            JSON,
+            "gzip bomb",
+            refused(INFER.format("identity_fp32"), BOMB, {413}, {"Content-Encoding": "gzip"}),
+        ),
         Case(JSON, "body over the limit", oversized),
     ]
 
@@ -158,13 +201,22 @@ def binary_cases(client: triton.InferenceServerClient) -> list[Case]:
 
     def simple() -> Outcome:
         a, b = p.simple_pair(p.simple_rows())
-        return infer("simple", {"INPUT0": ("INT32", a), "INPUT1": ("INT32", b)}, lambda r: judged(
-            np.array_equal(r.as_numpy("OUTPUT0"), a + b) and np.array_equal(r.as_numpy("OUTPUT1"), a - b)),
-            p.GONE_OIP)
+        return infer(
+            "simple",
+            {"INPUT0": ("INT32", a), "INPUT1": ("INT32", b)},
+            lambda r: judged(
+                np.array_equal(r.as_numpy("OUTPUT0"), a + b) and np.array_equal(r.as_numpy("OUTPUT1"), a - b)
+            ),
+            p.GONE_OIP,
+        )
 
     def echo(model: str, datatype: str, make) -> Outcome:
         x = make()
-        return infer(model, {"INPUT0": (datatype, x)}, lambda r: judged(p.same_array(r.as_numpy("OUTPUT0"), x), x.shape))
+        return infer(
+            model,
+            {"INPUT0": (datatype, x)},
+            lambda r: judged(p.same_array(r.as_numpy("OUTPUT0"), x), x.shape),
+        )
 
     return [
         Case(BINARY, "simple", simple, 3),
@@ -172,5 +224,3 @@ def binary_cases(client: triton.InferenceServerClient) -> list[Case]:
         Case(BINARY, "identity_fp16", lambda: echo("identity_fp16", "FP16", p.fp16_vector)),
         Case(BINARY, "identity_bytes", lambda: echo("identity_bytes", "BYTES", p.byte_strings)),
     ]
-
-

@@ -48,6 +48,7 @@ def cases(http_url: str, grpc_url: str) -> list[Case]:
             if outcome.kind == OK and not data.startswith(b'{"error":'):
                 return Outcome(ERROR, shorten(f"not OIP's error shape: {data[:200]!r}"))
             return outcome
+
         return call
 
     return [
@@ -55,6 +56,9 @@ def cases(http_url: str, grpc_url: str) -> list[Case]:
         Case(REPOSITORY, f"load {p.RELOADED}", lambda: action("load"), 4),
         Case(REPOSITORY, f"unload {p.RELOADED}", lambda: action("unload"), 1),
         Case(REPOSITORY, "load an unknown model", refused(f"{MODELS}no_such_model/load", b"{}", {404})),
-        Case(REPOSITORY, "load body of the wrong type", refused(f"{MODELS}{p.RELOADED}/load",
-                                                                b'{"parameters": 3}', {400})),
+        Case(
+            REPOSITORY,
+            "load body of the wrong type",
+            refused(f"{MODELS}{p.RELOADED}/load", b'{"parameters": 3}', {400}),
+        ),
     ]

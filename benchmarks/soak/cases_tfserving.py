@@ -14,8 +14,8 @@ import json
 import grpc
 import numpy as np
 
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 from soak import payloads as p
 from soak.httpwire import HttpSession, compress, json_bytes, oversized_head, raw_exchange
@@ -31,7 +31,8 @@ def cases(http_url: str, grpc_url: str) -> list[Case]:
     options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
     channel = grpc.insecure_channel(grpc_url, options=options)
     return rest_cases(http_url, HttpSession(http_url)) + grpc_cases(
-        services.PredictionServiceStub(channel), services.ModelServiceStub(channel))
+        services.PredictionServiceStub(channel), services.ModelServiceStub(channel)
+    )
 
 
 # ---- REST ----
@@ -57,46 +58,70 @@ def rest_cases(http_url: str, session: HttpSession) -> list[Case]:
         a, b = p.simple_pair(p.simple_rows())
         rows = [{"INPUT0": x.tolist(), "INPUT1": y.tolist()} for x, y in zip(a, b)]
         want = [{"OUTPUT0": (x + y).tolist(), "OUTPUT1": (x - y).tolist()} for x, y in zip(a, b)]
-        return post("/v1/models/simple:predict", {"instances": rows},
-                    lambda d: judged(_answer(d, "predictions") == want, d[:200]), p.GONE_TFS, encoding)
+        return post(
+            "/v1/models/simple:predict",
+            {"instances": rows},
+            lambda d: judged(_answer(d, "predictions") == want, d[:200]),
+            p.GONE_TFS,
+            encoding,
+        )
 
     def simple_columns() -> Outcome:
         a, b = p.simple_pair(p.simple_rows())
         want = {"OUTPUT0": (a + b).tolist(), "OUTPUT1": (a - b).tolist()}
-        return post("/v1/models/simple:predict", {"inputs": {"INPUT0": a.tolist(), "INPUT1": b.tolist()}},
-                    lambda d: judged(_answer(d, "outputs") == want, d[:200]), p.GONE_TFS)
+        return post(
+            "/v1/models/simple:predict",
+            {"inputs": {"INPUT0": a.tolist(), "INPUT1": b.tolist()}},
+            lambda d: judged(_answer(d, "outputs") == want, d[:200]),
+            p.GONE_TFS,
+        )
 
     def half(label: str = "") -> Outcome:
         x = _floats()
         path = f"/v1/models/{HALF}/labels/{label}:predict" if label else f"/v1/models/{HALF}:predict"
-        return post(path, {"instances": x.tolist()},
-                    lambda d: judged(p.same_floats(_answer(d, "predictions"), p.half_plus_three(x))))
+        return post(
+            path,
+            {"instances": x.tolist()},
+            lambda d: judged(p.same_floats(_answer(d, "predictions"), p.half_plus_three(x))),
+        )
 
     def regress() -> Outcome:
         x = _floats(int(p.RNG.integers(1, 32)))
         examples = [{"x": float(v)} for v in x]  # JSON writes a float with a point: a float feature
-        return post(f"/v1/models/{HALF}:regress", {"signature_name": REGRESS, "examples": examples},
-                    lambda d: judged(p.same_floats(_answer(d, "results"), p.half_plus_three(x))))
+        return post(
+            f"/v1/models/{HALF}:regress",
+            {"signature_name": REGRESS, "examples": examples},
+            lambda d: judged(p.same_floats(_answer(d, "results"), p.half_plus_three(x))),
+        )
 
     def classify() -> Outcome:
         x = _floats(int(p.RNG.integers(1, 32)))
         want = p.half_plus_three(x)
-        return post(f"/v1/models/{HALF}:classify", {"signature_name": CLASSIFY, "examples": [{"x": float(v)} for v in x]},
-                    lambda d: judged([r[0][0] for r in _answer(d, "results")] == [""] * len(x)
-                                     and p.same_floats([r[0][1] for r in _answer(d, "results")], want)))
+        return post(
+            f"/v1/models/{HALF}:classify",
+            {"signature_name": CLASSIFY, "examples": [{"x": float(v)} for v in x]},
+            lambda d: judged(
+                [r[0][0] for r in _answer(d, "results")] == [""] * len(x)
+                and p.same_floats([r[0][1] for r in _answer(d, "results")], want)
+            ),
+        )
 
     def strings() -> Outcome:
         x = p.byte_strings()
         items = [{"b64": base64.b64encode(s).decode()} for s in x]
+
         def same(d: bytes) -> Outcome:
-            got = [base64.b64decode(v["b64"]) if isinstance(v, dict) else v.encode() for v in _answer(d, "predictions")]
+            got = [
+                base64.b64decode(v["b64"]) if isinstance(v, dict) else v.encode()
+                for v in _answer(d, "predictions")
+            ]
             return judged(got == list(x), d[:200])
+
         return post("/v1/models/identity_bytes:predict", {"instances": items}, same)
 
     def status() -> Outcome:
         got, data, _ = session.request("GET", "/v1/models/simple")
-        return http_answer(got, data, lambda d: judged(
-            "model_version_status" in json.loads(d), d[:200]))
+        return http_answer(got, data, lambda d: judged("model_version_status" in json.loads(d), d[:200]))
 
     return [
         Case(REST, "simple rows", simple_rows, 3),
@@ -115,28 +140,53 @@ def rest_cases(http_url: str, session: HttpSession) -> list[Case]:
 def rest_refusals(http_url: str, session: HttpSession) -> list[Case]:
     def refused(path: str, body: bytes, expected: set[int], headers: dict[str, str] | None = None):
         def call() -> Outcome:
-            status, data, _ = session.request("POST", path, body, {"Content-Type": "application/json", **(headers or {})})
+            status, data, _ = session.request(
+                "POST", path, body, {"Content-Type": "application/json", **(headers or {})}
+            )
             outcome = http_refusal(status, data, expected, p.GONE_TFS if "/simple" in path else "")
             if outcome.kind == OK and not data.startswith(b'{ "error": '):
                 return Outcome(ERROR, shorten(f"not TF Serving's error shape: {data[:200]!r}"))
             return outcome
+
         return call
 
     def oversized() -> Outcome:
-        status, answer = raw_exchange(http_url, oversized_head(f"/v1/models/{HALF}:predict", p.BODY_LIMIT_BYTES + 1))
+        status, answer = raw_exchange(
+            http_url, oversized_head(f"/v1/models/{HALF}:predict", p.BODY_LIMIT_BYTES + 1)
+        )
         return http_refusal(status, answer, {413})
 
     predict = f"/v1/models/{HALF}:predict"
     return [
         Case(REST, "malformed JSON", refused(predict, b'{"instances": [1.0', {400})),
         Case(REST, "instances of the wrong type", refused(predict, b'{"instances": "x"}', {400})),
-        Case(REST, "ragged instances", refused("/v1/models/simple:predict",
-                                               b'{"instances": [{"INPUT0": [1], "INPUT1": [1, 2]}]}', {400})),
-        Case(REST, "unknown model", refused("/v1/models/no_such_model:predict", b'{"instances": [1.0]}', {404})),
-        Case(REST, "unknown signature", refused(predict, b'{"signature_name": "nope", "instances": [1.0]}', {400})),
-        Case(REST, "int feature for a float input", refused(
-            f"/v1/models/{HALF}:regress", json_bytes({"signature_name": REGRESS, "examples": [{"x": 1}]}), {400})),
-        Case(REST, "broken deflate", refused(predict, b"not deflate", {400}, {"Content-Encoding": "deflate"})),
+        Case(
+            REST,
+            "ragged instances",
+            refused(
+                "/v1/models/simple:predict", b'{"instances": [{"INPUT0": [1], "INPUT1": [1, 2]}]}', {400}
+            ),
+        ),
+        Case(
+            REST, "unknown model", refused("/v1/models/no_such_model:predict", b'{"instances": [1.0]}', {404})
+        ),
+        Case(
+            REST,
+            "unknown signature",
+            refused(predict, b'{"signature_name": "nope", "instances": [1.0]}', {400}),
+        ),
+        Case(
+            REST,
+            "int feature for a float input",
+            refused(
+                f"/v1/models/{HALF}:regress",
+                json_bytes({"signature_name": REGRESS, "examples": [{"x": 1}]}),
+                {400},
+            ),
+        ),
+        Case(
+            REST, "broken deflate", refused(predict, b"not deflate", {400}, {"Content-Encoding": "deflate"})
+        ),
         Case(REST, "body over the limit", oversized),
     ]
 
@@ -171,7 +221,9 @@ def grpc_cases(predictions: services.PredictionServiceStub, models: services.Mod
             return Outcome(ERROR, shorten(f"accepted; wanted {sorted(expected)}"))
         return check(response)
 
-    def predict(model: str, inputs: dict[str, tf.TensorProto], check, expected=(), label: str = "") -> Outcome:
+    def predict(
+        model: str, inputs: dict[str, tf.TensorProto], check, expected=(), label: str = ""
+    ) -> Outcome:
         request = apis.PredictRequest(model_spec=apis.ModelSpec(name=model, version_label=label))
         for name, tensor in inputs.items():
             request.inputs[name].CopyFrom(tensor)
@@ -180,35 +232,57 @@ def grpc_cases(predictions: services.PredictionServiceStub, models: services.Mod
 
     def identity() -> Outcome:
         x = p.fp32_vector()
-        return predict("identity_fp32", {"INPUT0": _tensor(x, tf.DT_FLOAT)},
-                       lambda r: judged(np.array_equal(_values(r.outputs["OUTPUT0"], np.float32), x), x.shape))
+        return predict(
+            "identity_fp32",
+            {"INPUT0": _tensor(x, tf.DT_FLOAT)},
+            lambda r: judged(np.array_equal(_values(r.outputs["OUTPUT0"], np.float32), x), x.shape),
+        )
 
     def simple() -> Outcome:
         a, b = p.simple_pair(p.simple_rows())
         typed = tf.TensorProto(dtype=tf.DT_INT32, int_val=b.ravel().tolist())  # typed values, not raw bytes
         typed.tensor_shape.dim.extend(tf.TensorShapeProto.Dim(size=d) for d in b.shape)
-        return predict("simple", {"INPUT0": _tensor(a, tf.DT_INT32), "INPUT1": typed}, lambda r: judged(
-            np.array_equal(_values(r.outputs["OUTPUT0"], np.int32), a + b)
-            and np.array_equal(_values(r.outputs["OUTPUT1"], np.int32), a - b)))
+        return predict(
+            "simple",
+            {"INPUT0": _tensor(a, tf.DT_INT32), "INPUT1": typed},
+            lambda r: judged(
+                np.array_equal(_values(r.outputs["OUTPUT0"], np.int32), a + b)
+                and np.array_equal(_values(r.outputs["OUTPUT1"], np.int32), a - b)
+            ),
+        )
 
     def half() -> Outcome:
         x = _floats()
-        return predict(HALF, {"x": _tensor(x, tf.DT_FLOAT)}, lambda r: judged(
-            np.array_equal(_values(r.outputs["y"], np.float32), p.half_plus_three(x))), label="stable")
+        return predict(
+            HALF,
+            {"x": _tensor(x, tf.DT_FLOAT)},
+            lambda r: judged(np.array_equal(_values(r.outputs["y"], np.float32), p.half_plus_three(x))),
+            label="stable",
+        )
 
     def regress() -> Outcome:
         x = _floats(int(p.RNG.integers(1, 32)))
-        request = apis.RegressionRequest(model_spec=apis.ModelSpec(name=HALF, signature_name=REGRESS),
-                                         input=_examples(x))
-        return call(predictions.Regress, request, lambda r: judged(p.same_floats(
-            [v.value for v in r.result.regressions], p.half_plus_three(x))))
+        request = apis.RegressionRequest(
+            model_spec=apis.ModelSpec(name=HALF, signature_name=REGRESS), input=_examples(x)
+        )
+        return call(
+            predictions.Regress,
+            request,
+            lambda r: judged(p.same_floats([v.value for v in r.result.regressions], p.half_plus_three(x))),
+        )
 
     def classify() -> Outcome:
         x = _floats(int(p.RNG.integers(1, 32)))
-        request = apis.ClassificationRequest(model_spec=apis.ModelSpec(name=HALF, signature_name=CLASSIFY),
-                                             input=_examples(x))
-        return call(predictions.Classify, request, lambda r: judged(p.same_floats(
-            [c.classes[0].score for c in r.result.classifications], p.half_plus_three(x))))
+        request = apis.ClassificationRequest(
+            model_spec=apis.ModelSpec(name=HALF, signature_name=CLASSIFY), input=_examples(x)
+        )
+        return call(
+            predictions.Classify,
+            request,
+            lambda r: judged(
+                p.same_floats([c.classes[0].score for c in r.result.classifications], p.half_plus_three(x))
+            ),
+        )
 
     def status() -> Outcome:
         request = apis.GetModelStatusRequest(model_spec=apis.ModelSpec(name="simple"))
@@ -224,9 +298,15 @@ def grpc_cases(predictions: services.PredictionServiceStub, models: services.Mod
         Case(GRPC, f"{HALF} regress", regress),
         Case(GRPC, f"{HALF} classify", classify),
         Case(GRPC, "model status", status),
-        Case(GRPC, "unknown model", lambda: predict("no_such_model", {"x": _tensor(ones, tf.DT_FLOAT)}, None,
-                                                    {"NOT_FOUND"})),
+        Case(
+            GRPC,
+            "unknown model",
+            lambda: predict("no_such_model", {"x": _tensor(ones, tf.DT_FLOAT)}, None, {"NOT_FOUND"}),
+        ),
         Case(GRPC, "DT_INVALID tensor", lambda: predict(HALF, {"x": invalid}, None, {"INVALID_ARGUMENT"})),
-        Case(GRPC, "unknown input", lambda: predict(HALF, {"nope": _tensor(ones, tf.DT_FLOAT)}, None,
-                                                    {"INVALID_ARGUMENT"})),
+        Case(
+            GRPC,
+            "unknown input",
+            lambda: predict(HALF, {"nope": _tensor(ones, tf.DT_FLOAT)}, None, {"INVALID_ARGUMENT"}),
+        ),
     ]

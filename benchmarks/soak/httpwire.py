@@ -24,8 +24,9 @@ class HttpSession:
         self.host, self.port = host, int(port)
         self.connection = http.client.HTTPConnection(self.host, self.port, timeout=TIMEOUT_SECS)
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes, dict[str, str]]:
         try:
             self.connection.request(method, path, body=body, headers=headers or {})
             reply = self.connection.getresponse()
@@ -35,9 +36,12 @@ class HttpSession:
             raise
         return reply.status, data, {k.lower(): v for k, v in reply.getheaders()}
 
-    def post_json(self, path: str, document: object, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        status, data, _ = self.request("POST", path, json_bytes(document),
-                                       {"Content-Type": "application/json", **(headers or {})})
+    def post_json(
+        self, path: str, document: object, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        status, data, _ = self.request(
+            "POST", path, json_bytes(document), {"Content-Type": "application/json", **(headers or {})}
+        )
         return status, data
 
     def chunks(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, list[bytes]]:
@@ -85,5 +89,7 @@ def raw_exchange(address: str, head: bytes, body: bytes = b"") -> tuple[int, byt
 
 def oversized_head(path: str, declared: int, content_type: str = "application/json") -> bytes:
     """A request head declaring a body over the server's limit (the body never follows)."""
-    return (f"POST {path} HTTP/1.1\r\nHost: soak\r\nContent-Type: {content_type}\r\n"
-            f"Content-Length: {declared}\r\nConnection: close\r\n\r\n").encode()
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: soak\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {declared}\r\nConnection: close\r\n\r\n"
+    ).encode()

@@ -28,7 +28,9 @@ GONE_TFS = f"Servable not found for request: Latest({RELOADED})"
 def simple_pair(rows: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """INT32 [rows, 16] inputs of `simple` (and text of `simple_string`), far from overflow."""
     shape = (rows, 16)
-    return RNG.integers(-10_000, 10_000, shape, dtype=np.int32), RNG.integers(-10_000, 10_000, shape, dtype=np.int32)
+    return RNG.integers(-10_000, 10_000, shape, dtype=np.int32), RNG.integers(
+        -10_000, 10_000, shape, dtype=np.int32
+    )
 
 
 def simple_rows() -> int:

@@ -6,13 +6,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from soak.memory import MiB, MemoryLog, warmup_secs
+from soak.memory import MemoryLog, MiB, warmup_secs
 from soak.outcomes import ERROR, GONE, KINDS, SERVER_ERROR, WRONG
 from soak.tally import Tally
 
 MAX_LOG_LINES = 20
-RUNNING_HEADER = f"{'elapsed':>7} {'requests':>9} {'req/s':>6} {'gone':>5} {'errors':>6} {'5xx':>4} {'wrong':>5} " \
-                 f"{'p50 ms':>7} {'p99 ms':>7} {'rss MiB':>8}"
+RUNNING_HEADER = (
+    f"{'elapsed':>7} {'requests':>9} {'req/s':>6} {'gone':>5} {'errors':>6} {'5xx':>4} {'wrong':>5} "
+    f"{'p50 ms':>7} {'p99 ms':>7} {'rss MiB':>8}"
+)
 
 
 def clock(seconds: float) -> str:
@@ -22,9 +24,11 @@ def clock(seconds: float) -> str:
 def running_row(elapsed: float, total: Tally, window: Tally, window_secs: float, rss: int) -> str:
     """Cumulative counts; rate and percentiles of the last window only."""
     p50, _, p99 = window.percentiles()
-    return (f"{clock(elapsed):>7} {total.total():>9} {window.total() / max(window_secs, 1e-9):>6.1f} "
-            f"{total.total(GONE):>5} {total.total(ERROR):>6} {total.total(SERVER_ERROR):>4} "
-            f"{total.total(WRONG):>5} {p50:>7.1f} {p99:>7.1f} {rss / MiB:>8.1f}")
+    return (
+        f"{clock(elapsed):>7} {total.total():>9} {window.total() / max(window_secs, 1e-9):>6.1f} "
+        f"{total.total(GONE):>5} {total.total(ERROR):>6} {total.total(SERVER_ERROR):>4} "
+        f"{total.total(WRONG):>5} {p50:>7.1f} {p99:>7.1f} {rss / MiB:>8.1f}"
+    )
 
 
 @dataclass
@@ -61,7 +65,9 @@ class Verdict:
                 "warmup_secs": warmup_secs(self.memory.run_secs),
                 "judged": self.memory.judged,
                 "growth_after_warmup_mib": self.growth_mib(),
-                "per_minute_mib": [[m, median / MiB, top / MiB] for m, median, top in self.memory.per_minute()],
+                "per_minute_mib": [
+                    [m, median / MiB, top / MiB] for m, median, top in self.memory.per_minute()
+                ],
             },
             "server_log_notable": dict(self.log_lines.most_common(MAX_LOG_LINES)),
             "failures": self.failures(),
@@ -70,8 +76,11 @@ class Verdict:
 
 def summary_lines(verdict: Verdict) -> list[str]:
     tally = verdict.tally
-    lines = [f"== soak: {clock(verdict.seconds)}, {tally.total()} requests "
-             f"({tally.total() / max(verdict.seconds, 1e-9):.1f}/s)", ""]
+    lines = [
+        f"== soak: {clock(verdict.seconds)}, {tally.total()} requests "
+        f"({tally.total() / max(verdict.seconds, 1e-9):.1f}/s)",
+        "",
+    ]
     lines += _dialect_table(tally) + [""] + _unexpected(tally) + _memory(verdict) + _log(verdict.log_lines)
     failures = verdict.failures()
     lines.append("")
@@ -80,21 +89,28 @@ def summary_lines(verdict: Verdict) -> list[str]:
 
 
 def _dialect_table(tally: Tally) -> list[str]:
-    header = f"{'dialect':<16} {'requests':>9} {'ok':>8} {'gone':>6} {'errors':>6} {'5xx':>4} {'wrong':>5} " \
-             f"{'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}"
+    header = (
+        f"{'dialect':<16} {'requests':>9} {'ok':>8} {'gone':>6} {'errors':>6} {'5xx':>4} {'wrong':>5} "
+        f"{'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}"
+    )
     rows = [header]
     for dialect in [*tally.dialects(), None]:
         counts = tally.counts[dialect] if dialect else {k: tally.total(k) for k in KINDS}
         requests = tally.requests(dialect) if dialect else tally.total()
         p50, p90, p99 = tally.percentiles(dialect)
-        rows.append(f"{dialect or 'all':<16} {requests:>9} {counts['ok']:>8} {counts[GONE]:>6} {counts[ERROR]:>6} "
-                    f"{counts[SERVER_ERROR]:>4} {counts[WRONG]:>5} {p50:>7.1f} {p90:>7.1f} {p99:>7.1f}")
+        rows.append(
+            f"{dialect or 'all':<16} {requests:>9} {counts['ok']:>8} {counts[GONE]:>6} {counts[ERROR]:>6} "
+            f"{counts[SERVER_ERROR]:>4} {counts[WRONG]:>5} {p50:>7.1f} {p90:>7.1f} {p99:>7.1f}"
+        )
     return rows
 
 
 def _unexpected(tally: Tally) -> list[str]:
-    found = [f"  {dialect}: {count}x {example}"
-             for dialect in tally.dialects() for example, count in tally.examples[dialect].most_common()]
+    found = [
+        f"  {dialect}: {count}x {example}"
+        for dialect in tally.dialects()
+        for example, count in tally.examples[dialect].most_common()
+    ]
     if not found:
         return ["unexpected answers: none", ""]
     return ["unexpected answers (distinct, by dialect):", *found, ""]
@@ -102,14 +118,19 @@ def _unexpected(tally: Tally) -> list[str]:
 
 def _memory(verdict: Verdict) -> list[str]:
     memory = verdict.memory
-    lines = ["server memory (VmRSS of the server's process tree):", f"  {'minute':>6} {'median MiB':>10} {'max MiB':>8}"]
+    lines = [
+        "server memory (VmRSS of the server's process tree):",
+        f"  {'minute':>6} {'median MiB':>10} {'max MiB':>8}",
+    ]
     lines += [f"  {m:>6} {median / MiB:>10.1f} {top / MiB:>8.1f}" for m, median, top in memory.per_minute()]
     growth = verdict.growth_mib()
     warm = f"warm-up {warmup_secs(memory.run_secs):.0f} s"
     if growth is None:
         lines.append(f"  {warm}: no sample after it")
     elif not memory.judged:
-        lines.append(f"  {warm}: growth after it {growth:+.1f} MiB (run too short to judge: under twice the warm-up)")
+        lines.append(
+            f"  {warm}: growth after it {growth:+.1f} MiB (run too short to judge: under twice the warm-up)"
+        )
     else:
         budget = f"budget {verdict.budget_mib:g} MiB"
         lines.append(f"  {warm}: growth of the per-minute median after it {growth:+.1f} MiB ({budget})")

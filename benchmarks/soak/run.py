@@ -24,8 +24,8 @@ from modelplatform.testing import ServerProcess
 from soak.driver import FAMILIES
 from soak.memory import MemoryLog, tree_rss_bytes
 from soak.payloads import BODY_LIMIT_BYTES
-from soak.serverlog import notable_lines
 from soak.report import RUNNING_HEADER, Verdict, running_row, summary_lines
+from soak.serverlog import notable_lines
 from soak.tally import Tally
 
 BENCHMARKS = Path(__file__).resolve().parent.parent
@@ -40,8 +40,12 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, default=5.0, help="length of the run (default 5)")
     parser.add_argument("--seconds", type=float, help="length of the run in seconds (overrides --minutes)")
     parser.add_argument("--pause-ms", type=float, default=10.0, help="each driver's pause between requests")
-    parser.add_argument("--report-secs", type=float, help="running table interval (default 10 s, 30 s past 10 min)")
-    parser.add_argument("--memory-budget-mib", type=float, default=20.0, help="allowed growth after the warm-up")
+    parser.add_argument(
+        "--report-secs", type=float, help="running table interval (default 10 s, 30 s past 10 min)"
+    )
+    parser.add_argument(
+        "--memory-budget-mib", type=float, default=20.0, help="allowed growth after the warm-up"
+    )
     parser.add_argument("--summary-json", type=Path, help="also write the summary as JSON here")
     return parser.parse_args(argv)
 
@@ -52,19 +56,37 @@ class Drivers:
     def __init__(self, server: ServerProcess, seconds: float, pause_ms: float, report_secs: float) -> None:
         self.total, self.window, self.lock = Tally(), Tally(), threading.Lock()
         self.incidents: list[str] = []
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCHMARKS), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(BENCHMARKS), os.environ.get("PYTHONPATH", "")]),
+        }
         report = min(report_secs, 5.0)
         # stderr goes to a file: a pipe nobody reads until the end could fill and stall a driver.
         self.stderr = {family: tempfile.TemporaryFile("w+") for family in FAMILIES}
         self.processes = {
             family: subprocess.Popen(
-                [sys.executable, "-m", "soak.driver", family, server.http_url, server.grpc_url,
-                 str(seconds), str(pause_ms), str(report)],
-                stdout=subprocess.PIPE, stderr=self.stderr[family], text=True, env=env)
+                [
+                    sys.executable,
+                    "-m",
+                    "soak.driver",
+                    family,
+                    server.http_url,
+                    server.grpc_url,
+                    str(seconds),
+                    str(pause_ms),
+                    str(report),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=self.stderr[family],
+                text=True,
+                env=env,
+            )
             for family in FAMILIES
         }
-        self.readers = [threading.Thread(target=self._read, args=(family, process), daemon=True)
-                        for family, process in self.processes.items()]
+        self.readers = [
+            threading.Thread(target=self._read, args=(family, process), daemon=True)
+            for family, process in self.processes.items()
+        ]
         for reader in self.readers:
             reader.start()
 
@@ -114,25 +136,40 @@ def soak(server: ServerProcess, args: argparse.Namespace, seconds: float) -> Ver
             memory.add(now - started, tree_rss_bytes(server.process.pid))
             next_sample += MEMORY_SAMPLE_SECS
         if now - last_row >= report_secs:
-            print(running_row(now - started, drivers.total, drivers.take_window(), now - last_row,
-                              memory.samples[-1][1]), flush=True)
+            print(
+                running_row(
+                    now - started, drivers.total, drivers.take_window(), now - last_row, memory.samples[-1][1]
+                ),
+                flush=True,
+            )
             last_row = now
         if server.process.poll() is not None:
             drivers.incidents.append(f"the server exited with {server.process.returncode}")
             break
         time.sleep(0.2)
     drivers.finish()
-    return Verdict(time.monotonic() - started, drivers.total, memory, args.memory_budget_mib, drivers.incidents)
+    return Verdict(
+        time.monotonic() - started, drivers.total, memory, args.memory_budget_mib, drivers.incidents
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
-    server_args = ["--model-repository", str(MODEL_REPOSITORY), "--model-control-mode", "explicit",
-                   "--max-request-bytes", str(BODY_LIMIT_BYTES)]
+    server_args = [
+        "--model-repository",
+        str(MODEL_REPOSITORY),
+        "--model-control-mode",
+        "explicit",
+        "--max-request-bytes",
+        str(BODY_LIMIT_BYTES),
+    ]
     with ServerProcess(*server_args, timeout=120) as server:
-        print(f"soak: {seconds:.0f} s against {server.http_url} (HTTP) and {server.grpc_url} (gRPC); "
-              f"server log {server.log_path}", flush=True)
+        print(
+            f"soak: {seconds:.0f} s against {server.http_url} (HTTP) and {server.grpc_url} (gRPC); "
+            f"server log {server.log_path}",
+            flush=True,
+        )
         verdict = soak(server, args, seconds)
     verdict.log_lines = notable_lines(server.log())
     print("\n".join(summary_lines(verdict)), flush=True)

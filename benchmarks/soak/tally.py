@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from soak.outcomes import KINDS, OK, GONE, Outcome
+from soak.outcomes import GONE, KINDS, OK, Outcome
 
 #: Distinct unexpected answers kept per dialect (counted beyond that, not kept).
 MAX_EXAMPLES = 20

@@ -18,8 +18,8 @@ from ._version import __version__
 from .access.gate import HeaderCheck, header_check
 from .access.scope import check_model_access
 from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
-from .codecs import Codec
 from .broadcasting import Broadcast
+from .codecs import Codec
 from .context import ServerContext
 from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
 from .deadlines import transport_deadline

@@ -164,9 +164,7 @@ class BackendRegistry:
             for cls in self._by_kind.values():
                 if config.platform in cls.platforms:
                     return cls
-            raise InvalidArgument(
-                f"model '{config.name}': no backend serves platform '{config.platform}'"
-            )
+            raise InvalidArgument(f"model '{config.name}': no backend serves platform '{config.platform}'")
         return self._by_files(config.name, model_dir)
 
     def _by_name(self, kind: str, model: str) -> type[Backend]:
@@ -183,6 +181,4 @@ class BackendRegistry:
             for pattern in cls.model_files:
                 if any(model_dir.glob(f"*/{pattern}")):
                     return cls
-        raise InvalidArgument(
-            f"model '{model}': no backend or platform set and no known model file found"
-        )
+        raise InvalidArgument(f"model '{model}': no backend or platform set and no known model file found")

@@ -142,9 +142,7 @@ def record_failure(
     if stats is not None:
         stats.record_failure(time.perf_counter_ns() - started, reason)
     # Messages name tensors and shapes, never their contents.
-    log.info(
-        "request_failed", model=name, version=version, code=error.code.value, error=error.message
-    )
+    log.info("request_failed", model=name, version=version, code=error.code.value, error=error.message)
     error.logged = True
 
 

@@ -17,7 +17,8 @@ from typing import Annotated, Optional
 import pluggy
 import typer
 
-from . import config_reader, repository, settings as settings_module
+from . import config_reader, repository
+from . import settings as settings_module
 from ._version import __version__
 from .cli_help import PanelledCommand
 from .errors import ModelPlatformError
@@ -40,10 +41,10 @@ NETWORK, MODELS, LIMITS = "Network", "Models", "Limits"
 SECURITY, OBSERVABILITY = "Security", "Observability"
 
 ConfigOpt = Annotated[
-    Optional[Path], typer.Option("--config", help="TOML settings file (see docs/configuration.md).")
+    Path | None, typer.Option("--config", help="TOML settings file (see docs/configuration.md).")
 ]
 RepoOpt = Annotated[
-    Optional[str],  # not Path, which would turn a mistaken s3://bucket into s3:/bucket
+    str | None,  # not Path, which would turn a mistaken s3://bucket into s3:/bucket
     typer.Option(
         "--model-repository",
         "--model-store",
@@ -53,10 +54,10 @@ RepoOpt = Annotated[
     ),
 ]
 PluginsOpt = Annotated[
-    Optional[str], typer.Option("--plugins", help="Comma-separated allow-list of plugin names.")
+    str | None, typer.Option("--plugins", help="Comma-separated allow-list of plugin names.")
 ]
 DisableOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--disable-plugin", metavar="<name>", help="Plugin name to block (repeatable)."),
 ]
 
@@ -82,15 +83,17 @@ def _tls_options(listener: str) -> dict[str, typer.models.OptionInfo]:
     return {
         "use_ssl": _tls_switch(listener, False),
         "use_ssl_mutual": _tls_switch(listener, True),
-        "server_cert": _tls_file(listener, "server-cert", "Certificate (chain), PEM; re-read on change or SIGHUP"),
+        "server_cert": _tls_file(
+            listener, "server-cert", "Certificate (chain), PEM; re-read on change or SIGHUP"
+        ),
         "server_key": _tls_file(listener, "server-key", "Private key, PEM"),
         "root_cert": _tls_file(listener, "root-cert", "CA certificate(s) of the clients (mutual TLS)"),
     }
 
 
 _GRPC_TLS, _HTTP_TLS, _METRICS_TLS = (_tls_options(listener) for listener in ("grpc", "http", "metrics"))
-TlsSwitch = Optional[bool]
-TlsFile = Optional[str]
+TlsSwitch = Optional[bool]  # noqa: UP045 - typer reads these aliases at run time
+TlsFile = Optional[str]  # noqa: UP045 - typer reads these aliases at run time
 
 
 @app.command(cls=PanelledCommand)
@@ -100,20 +103,18 @@ def serve(
     disable_plugin: DisableOpt = None,
     model_repository: RepoOpt = None,
     model_control_mode: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(help="none | poll | explicit (as Triton).", rich_help_panel=MODELS),
     ] = None,
     load_model: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            metavar="<model>", help="Model to load at start; '*': all.", rich_help_panel=MODELS
-        ),
+        list[str] | None,
+        typer.Option(metavar="<model>", help="Model to load at start; '*': all.", rich_help_panel=MODELS),
     ] = None,
     repository_poll_secs: Annotated[
-        Optional[float], typer.Option(help="Rescan interval in poll mode.", rich_help_panel=MODELS)
+        float | None, typer.Option(help="Rescan interval in poll mode.", rich_help_panel=MODELS)
     ] = None,
     strict_readiness: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--strict-readiness/--no-strict-readiness",
             help="Ready only when all models are.",
@@ -121,21 +122,21 @@ def serve(
         ),
     ] = None,
     host: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--host", "--http-address", help="Address to bind.", rich_help_panel=NETWORK),
     ] = None,
     http_port: Annotated[
-        Optional[int], typer.Option(help="HTTP port (every REST dialect).", rich_help_panel=NETWORK)
+        int | None, typer.Option(help="HTTP port (every REST dialect).", rich_help_panel=NETWORK)
     ] = None,
     grpc_port: Annotated[
-        Optional[int], typer.Option(help="gRPC port (every gRPC service).", rich_help_panel=NETWORK)
+        int | None, typer.Option(help="gRPC port (every gRPC service).", rich_help_panel=NETWORK)
     ] = None,
     workers: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(help="Server processes sharing the ports.", rich_help_panel=NETWORK),
     ] = None,
     http_fast_lane: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--http-fast-lane/--no-http-fast-lane",
             help="C-parsed fast path for hot routes.",
@@ -143,7 +144,7 @@ def serve(
         ),
     ] = None,
     single_port: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--single-port/--no-single-port",
             help="HTTP and gRPC (h2c) both on the HTTP port; no gRPC port.",
@@ -151,16 +152,16 @@ def serve(
         ),
     ] = None,
     max_request_bytes: Annotated[
-        Optional[int], typer.Option(help="Largest request body.", rich_help_panel=LIMITS)
+        int | None, typer.Option(help="Largest request body.", rich_help_panel=LIMITS)
     ] = None,
     max_tensor_elements: Annotated[
-        Optional[int], typer.Option(help="Largest tensor element count.", rich_help_panel=LIMITS)
+        int | None, typer.Option(help="Largest tensor element count.", rich_help_panel=LIMITS)
     ] = None,
     max_bytes_element: Annotated[
-        Optional[int], typer.Option(help="Largest BYTES element.", rich_help_panel=LIMITS)
+        int | None, typer.Option(help="Largest BYTES element.", rich_help_panel=LIMITS)
     ] = None,
     allow_file_upload: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--allow-file-upload/--no-allow-file-upload",
             help="Accept model files in load requests.",
@@ -168,7 +169,7 @@ def serve(
         ),
     ] = None,
     allow_client_shm: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--allow-client-shm/--no-allow-client-shm",
             help="Let clients register shared-memory regions (default off).",
@@ -176,11 +177,13 @@ def serve(
         ),
     ] = None,
     max_shm_regions: Annotated[
-        Optional[int],
-        typer.Option(help="Most shared-memory regions registered at once (default 64).", rich_help_panel=LIMITS),
+        int | None,
+        typer.Option(
+            help="Most shared-memory regions registered at once (default 64).", rich_help_panel=LIMITS
+        ),
     ] = None,
     repository_restrict: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             help="'header:value' the repository API needs (short for model-repository:header=value "
             "on both restricted lists).",
@@ -188,7 +191,7 @@ def serve(
         ),
     ] = None,
     http_restricted_api: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             metavar="<apis>:<k>=<v>",
             help="APIs (a,b,...) that need HTTP header <k>: <v> (repeatable; Triton's syntax).",
@@ -196,7 +199,7 @@ def serve(
         ),
     ] = None,
     grpc_restricted_protocol: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             metavar="<apis>:<k>=<v>",
             help="APIs that need gRPC metadata triton-grpc-protocol-<k>: <v> (repeatable).",
@@ -204,14 +207,14 @@ def serve(
         ),
     ] = None,
     api_keys_file: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             help="TOML/JSON file of scoped API keys (hashes); re-read when it changes.",
             rich_help_panel=SECURITY,
         ),
     ] = None,
     api_keys_open_health: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--api-keys-open-health/--no-api-keys-open-health",
             help="With API keys, health endpoints need none (default: open, for probes).",
@@ -219,45 +222,45 @@ def serve(
         ),
     ] = None,
     log_verbose: Annotated[
-        Optional[int], typer.Option(help=">0 logs debug events.", rich_help_panel=OBSERVABILITY)
+        int | None, typer.Option(help=">0 logs debug events.", rich_help_panel=OBSERVABILITY)
     ] = None,
     log_format: Annotated[
-        Optional[str], typer.Option(help="console | json", rich_help_panel=OBSERVABILITY)
+        str | None, typer.Option(help="console | json", rich_help_panel=OBSERVABILITY)
     ] = None,
     http_request_timeout_secs: Annotated[
-        Optional[float],
+        float | None,
         typer.Option(
             help="Most seconds a client may stay silent while sending a request (408); 0 = none.",
             rich_help_panel=LIMITS,
         ),
     ] = None,
     http_response_timeout_secs: Annotated[
-        Optional[float],
+        float | None,
         typer.Option(
             help="Most seconds to produce an HTTP answer, then the dialect's 504; 0 = none (default).",
             rich_help_panel=LIMITS,
         ),
     ] = None,
     http_keep_alive_timeout_secs: Annotated[
-        Optional[float],
+        float | None,
         typer.Option(help="Seconds an idle keep-alive connection stays open.", rich_help_panel=NETWORK),
     ] = None,
     drain_delay_secs: Annotated[
-        Optional[float],
+        float | None,
         typer.Option(
             help="On SIGTERM: seconds served with readiness already false (default 5).",
             rich_help_panel=NETWORK,
         ),
     ] = None,
     exit_timeout_secs: Annotated[
-        Optional[float],
+        float | None,
         typer.Option(
             help="Then: seconds for calls in flight before they end UNAVAILABLE (default 30).",
             rich_help_panel=NETWORK,
         ),
     ] = None,
     allow_metrics: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--allow-metrics/--no-allow-metrics",
             help="Serve Prometheus metrics on the metrics port and at /metrics (default on).",
@@ -265,25 +268,25 @@ def serve(
         ),
     ] = None,
     metrics_port: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(help="Metrics port (default 8002).", rich_help_panel=OBSERVABILITY),
     ] = None,
     metrics_address: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             help="Address of the metrics port (default: the HTTP address).",
             rich_help_panel=OBSERVABILITY,
         ),
     ] = None,
     metrics_interval_ms: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             help="How often CPU, memory and GPU gauges are sampled (default 2000).",
             rich_help_panel=OBSERVABILITY,
         ),
     ] = None,
     metrics_config: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             metavar="<key=value>",
             help="Metrics option, e.g. counter_latencies=false (repeatable).",
@@ -291,14 +294,14 @@ def serve(
         ),
     ] = None,
     trace_otlp_endpoint: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             help="Send OpenTelemetry spans to this OTLP/HTTP endpoint (default: no tracing).",
             rich_help_panel=OBSERVABILITY,
         ),
     ] = None,
     trace_rate: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             help="Trace one request in every N (default 1000); sampled traceparents always.",
             rich_help_panel=OBSERVABILITY,
@@ -393,7 +396,9 @@ def serve(
 
 
 @app.command("plugins", cls=PanelledCommand)
-def list_plugins(config: ConfigOpt = None, plugins: PluginsOpt = None, disable_plugin: DisableOpt = None) -> None:
+def list_plugins(
+    config: ConfigOpt = None, plugins: PluginsOpt = None, disable_plugin: DisableOpt = None
+) -> None:
     """List installed plugins: distribution, version, and whether they loaded (and why not)."""
     settings = _settings(config, {"plugins": plugins, "disable_plugins": disable_plugin or None})
     plugin_set = build_plugin_manager(settings)
@@ -401,9 +406,7 @@ def list_plugins(config: ConfigOpt = None, plugins: PluginsOpt = None, disable_p
     for info in plugin_set.infos:
         detail = f"  ({info.detail})" if info.detail else ""
         added = f"  commands: {', '.join(commands[info.name])}" if commands.get(info.name) else ""
-        typer.echo(
-            f"{info.name:16} {info.distribution:28} {info.version:10} {info.status}{detail}{added}"
-        )
+        typer.echo(f"{info.name:16} {info.distribution:28} {info.version:10} {info.status}{detail}{added}")
 
 
 @app.command("models", cls=PanelledCommand)

@@ -140,16 +140,12 @@ def load_file(model_dir: Path) -> pb.ModelConfig:
         raise InvalidArgument(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     proto = parse_text(text, str(path))
     if proto.name and proto.name != model_dir.name:
-        raise InvalidArgument(
-            f"{path}: name '{proto.name}' does not match its folder '{model_dir.name}'"
-        )
+        raise InvalidArgument(f"{path}: name '{proto.name}' does not match its folder '{model_dir.name}'")
     proto.name = model_dir.name
     return proto
 
 
-def read_config(
-    model_dir: Path, override: Mapping[str, Any] | None = None, name: str = ""
-) -> ModelConfig:
+def read_config(model_dir: Path, override: Mapping[str, Any] | None = None, name: str = "") -> ModelConfig:
     """A model folder's configuration, validated and frozen.
 
     ``override`` (Triton's JSON, as a load request sends) replaces the folder's
@@ -255,9 +251,7 @@ def _warmup(proto: pb.ModelConfig, index: int, warmup: pb.ModelWarmup) -> ModelW
     if batch_size > max(1, proto.max_batch_size):
         limit = proto.max_batch_size or "1 (the model does not batch)"
         raise InvalidArgument(f"{where}: batch_size {batch_size} is over {limit}")
-    inputs = {
-        key: _warmup_input(f"{where} input '{key}'", value) for key, value in warmup.inputs.items()
-    }
+    inputs = {key: _warmup_input(f"{where} input '{key}'", value) for key, value in warmup.inputs.items()}
     return ModelWarmup(name, batch_size, inputs, max(1, warmup.count))
 
 
@@ -272,9 +266,7 @@ def _warmup_input(where: str, value: pb.ModelWarmup.Input) -> WarmupInput:
         raise InvalidArgument(f"{where}: needs zero_data, random_data or input_data_file")
     data_file = value.input_data_file
     if source == "input_data_file" and not _inside_folder(data_file):
-        raise InvalidArgument(
-            f"{where}: input_data_file {data_file!r} must be a path inside warmup/"
-        )
+        raise InvalidArgument(f"{where}: input_data_file {data_file!r} must be a path inside warmup/")
     return WarmupInput(CONFIG_TO_DATATYPE[type_name], tuple(value.dims), source, data_file)
 
 
@@ -293,9 +285,7 @@ def _ensemble(proto: pb.ModelConfig) -> EnsembleScheduling | None:
             raise InvalidArgument(f"model '{proto.name}': an ensemble needs ensemble_scheduling")
         return None
     if not is_ensemble:
-        raise InvalidArgument(
-            f"model '{proto.name}': ensemble_scheduling is only for platform \"ensemble\""
-        )
+        raise InvalidArgument(f"model '{proto.name}': ensemble_scheduling is only for platform \"ensemble\"")
     scheduling = proto.ensemble_scheduling
     steps = tuple(
         EnsembleStep(s.model_name, s.model_version, dict(s.input_map), dict(s.output_map))

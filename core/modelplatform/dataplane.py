@@ -74,9 +74,7 @@ class VersionInfo:
 
 
 class Siblings(Protocol):
-    async def statistics(
-        self, name: str, version: str, refused: bool = False
-    ) -> list[list[ModelStats]]:
+    async def statistics(self, name: str, version: str, refused: bool = False) -> list[list[ModelStats]]:
         """Every other worker's local statistics for the same query."""
         ...
 
@@ -250,9 +248,7 @@ class DataPlane:
                     totals[key] = totals[key].plus(stats) if key in totals else stats
         return list(totals.values())
 
-    def local_statistics(
-        self, name: str = "", version: str = "", refused: bool = False
-    ) -> list[ModelStats]:
+    def local_statistics(self, name: str = "", version: str = "", refused: bool = False) -> list[ModelStats]:
         """This process's counters only (see :meth:`statistics`); ``refused`` adds the
         refused requests' counters (all models only: see :meth:`all_statistics`)."""
         if version:
@@ -353,9 +349,7 @@ class DataPlane:
             call.release()
             self.drain.leave(task)
 
-    async def call_raw(
-        self, name: str, version: str, body: bytes, headers: Mapping[str, str]
-    ) -> RawResponse:
+    async def call_raw(self, name: str, version: str, body: bytes, headers: Mapping[str, str]) -> RawResponse:
         """Hand a request in the model's own wire format to an instance (custom routes).
 
         Counted like :meth:`infer`: in flight until answered (a streamed body:
@@ -390,9 +384,7 @@ class DataPlane:
             raise ServerShuttingDown() from None
 
 
-def _finish(
-    response: InferenceResponse, request: InferenceRequest, model: ModelVersion
-) -> InferenceResponse:
+def _finish(response: InferenceResponse, request: InferenceRequest, model: ModelVersion) -> InferenceResponse:
     response.model_name = request.model_name
     response.model_version = model.version_str
     response.id = request.id
@@ -427,7 +419,7 @@ def _info(version: ModelVersion) -> VersionInfo:
 def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:
     found = [v for v in versions if v.stats is not None]
     for version in found:
-        version.stats.pending = version.in_flight  # type: ignore[union-attr] - a gauge, read now
+        version.stats.pending = version.in_flight  # type: ignore[union-attr]  # a gauge, read now
     return [v.stats for v in found]  # type: ignore[misc]
 
 

@@ -20,14 +20,14 @@ import enum
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 import orjson
 
 if TYPE_CHECKING:
-    from .errors import ModelPlatformError
     from .context import ServerContext
+    from .errors import ModelPlatformError
 
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
@@ -42,10 +42,10 @@ class BodyPolicy(enum.Enum):
     STREAMED = "streamed"
 
 
-Body = Union[bytes, bytearray, memoryview]
+Body = bytes | bytearray | memoryview
 #: A reply body: one buffer, parts written in order under one Content-Length
 #: (no join), or an async iterator of chunks sent as they come (chunked encoding).
-ReplyBody = Union[bytes, Sequence[Union[bytes, memoryview]], AsyncIterator[bytes]]
+ReplyBody = bytes | Sequence[bytes | memoryview] | AsyncIterator[bytes]
 
 
 @dataclass(frozen=True, slots=True)

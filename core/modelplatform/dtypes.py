@@ -95,32 +95,24 @@ def encode_bytes(array: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-def decode_bytes(
-    buffer: bytes | memoryview, count: int, max_element_bytes: int | None = None
-) -> np.ndarray:
+def decode_bytes(buffer: bytes | memoryview, count: int, max_element_bytes: int | None = None) -> np.ndarray:
     """Parse ``count`` length-prefixed elements that must fill ``buffer`` exactly."""
     view = memoryview(buffer)
     out = np.empty(count, dtype=object)
     offset = 0
     for index in range(count):
         if offset + 4 > len(view):
-            raise InvalidArgument(
-                f"BYTES data ends after {index} of {count} elements"
-            )
+            raise InvalidArgument(f"BYTES data ends after {index} of {count} elements")
         (length,) = _LENGTH.unpack_from(view, offset)
         offset += 4
         if max_element_bytes is not None and length > max_element_bytes:
-            raise InvalidArgument(
-                f"BYTES element of {length} bytes is over the limit of {max_element_bytes}"
-            )
+            raise InvalidArgument(f"BYTES element of {length} bytes is over the limit of {max_element_bytes}")
         if offset + length > len(view):
             raise InvalidArgument(f"BYTES element {index} runs past the end of its data")
         out[index] = bytes(view[offset : offset + length])
         offset += length
     if offset != len(view):
-        raise InvalidArgument(
-            f"BYTES data has {len(view) - offset} unexpected trailing bytes"
-        )
+        raise InvalidArgument(f"BYTES data has {len(view) - offset} unexpected trailing bytes")
     return out
 
 

@@ -75,9 +75,7 @@ class InvalidInput(InvalidArgument):
     """A request tensor does not match the model's declaration."""
 
     def __init__(self, model: str, tensor: str, expected: str, received: str) -> None:
-        super().__init__(
-            f"model '{model}', input '{tensor}': expected {expected}, got {received}"
-        )
+        super().__init__(f"model '{model}', input '{tensor}': expected {expected}, got {received}")
         self.model, self.tensor = model, tensor
 
 
@@ -111,9 +109,7 @@ class ModelNotFound(NotFound):
     failed load's reason follows the words, after a colon.
     """
 
-    def __init__(
-        self, name: str, version: str = "", reason: str = "", *, known: bool = False
-    ) -> None:
+    def __init__(self, name: str, version: str = "", reason: str = "", *, known: bool = False) -> None:
         if version:
             what = f"'{name}' version {version} is not found"
         elif known:

@@ -164,7 +164,9 @@ def _guarded_stream(behaviour: Callable[..., Any], check: _Check, reader: ModelR
     return guarded_coroutine
 
 
-def _guarded_requests(behaviour: Callable[..., Any], check: _Check, reader: ModelReader) -> Callable[..., Any]:
+def _guarded_requests(
+    behaviour: Callable[..., Any], check: _Check, reader: ModelReader
+) -> Callable[..., Any]:
     """A behaviour taking a stream of requests: the call's category and key are checked
     when it opens; with API keys, each message's model before the behaviour sees it."""
 

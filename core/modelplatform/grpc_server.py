@@ -96,9 +96,7 @@ def grpc_guard(
     return guarded
 
 
-def _failure_status(
-    error: Exception, method: str, internal_prefix: str
-) -> tuple[grpc.StatusCode, str]:
+def _failure_status(error: Exception, method: str, internal_prefix: str) -> tuple[grpc.StatusCode, str]:
     """The status a failed call answers with; logs what the dataplane has not logged yet."""
     if isinstance(error, ModelPlatformError):
         if not error.logged:  # refused before the dataplane saw it (decoding, access checks)
@@ -219,7 +217,9 @@ class _Registrar:
         scoped = self._wrapper.wrap(method, handler)
         return scoped if self._guard is None else self._guard.wrap(method, scoped)
 
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler]
+    ) -> None:
         wrapped = {name: self.wrap(f"/{service}/{name}", h) for name, h in handlers.items()}
         self._server.add_registered_method_handlers(service, wrapped)
         # Also by name for clients whose calls reach the generic lookup (grpc serves both).
@@ -247,14 +247,16 @@ def _method_table(generic: Any) -> tuple[str, dict[str, grpc.RpcMethodHandler]] 
     prefix = f"/{service}/"
     if not all(isinstance(key, str) and key.startswith(prefix) for key in table):
         return None
-    return service, {key[len(prefix):]: handler for key, handler in table.items()}
+    return service, {key[len(prefix) :]: handler for key, handler in table.items()}
 
 
 class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
     """A generic handler whose answers are wrapped (once per method, then reused)."""
 
     def __init__(
-        self, generic: grpc.GenericRpcHandler, wrap: Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]
+        self,
+        generic: grpc.GenericRpcHandler,
+        wrap: Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler],
     ) -> None:
         self._generic = generic
         self._wrap = wrap

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from .backend import Backend
     from .codecs import Codec
-    from .declarations import GrpcService, HttpDialect
     from .context import ServerContext
+    from .declarations import GrpcService, HttpDialect
     from .inference import InferenceRequest
     from .model_config import ModelConfig
     from .remote_repository import RepositorySource
@@ -125,7 +125,10 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
 
 @hookspec(firstresult=True)
 def warmup_requests(
-    model_name: str, version: int, version_dir: Path, config: ModelConfig,
+    model_name: str,
+    version: int,
+    version_dir: Path,
+    config: ModelConfig,
 ) -> Sequence[InferenceRequest] | None:
     """Return warmup requests read from a version folder in a format this plugin knows.
 

@@ -103,9 +103,7 @@ def _drop_switched_off(logger: Any, method_name: str, event_dict: Any) -> Any:
 def configure(verbose: int = 0, fmt: str = "console") -> None:
     _settings.log_verbose_level = max(0, verbose)
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[

@@ -62,9 +62,7 @@ def _entry_points() -> list[metadata.EntryPoint]:
     return sorted(metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
 
 
-def _register(
-    manager: pluggy.PluginManager, ep: metadata.EntryPoint, settings: Settings
-) -> PluginInfo:
+def _register(manager: pluggy.PluginManager, ep: metadata.EntryPoint, settings: Settings) -> PluginInfo:
     dist = ep.dist.name if ep.dist else "?"
     version = ep.dist.version if ep.dist else "?"
     if not _allowed(ep.name, settings):
@@ -123,5 +121,6 @@ async def call_shutdown_hooks(manager: pluggy.PluginManager, server: object) -> 
             if inspect.isawaitable(result):
                 await result
         except Exception as error:  # noqa: BLE001 - the other plugins still shut down
-            log.error("plugin_shutdown_failed", plugin=impl.plugin_name,
-                      error=f"{type(error).__name__}: {error}")
+            log.error(
+                "plugin_shutdown_failed", plugin=impl.plugin_name, error=f"{type(error).__name__}: {error}"
+            )

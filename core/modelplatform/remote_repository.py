@@ -67,9 +67,7 @@ class RepositorySource(Protocol):
         ...
 
 
-def open_repository(
-    settings: Settings, hook: pluggy.HookRelay
-) -> tuple[Settings, RepositorySource | None]:
+def open_repository(settings: Settings, hook: pluggy.HookRelay) -> tuple[Settings, RepositorySource | None]:
     """Open ``settings.model_repository_url`` through the plugins; the settings name the mirror.
 
     Returns the settings unchanged and no source for a local repository.

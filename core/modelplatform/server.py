@@ -19,25 +19,26 @@ from typing import Any
 
 import grpc
 import structlog
+
 from . import cluster, repository, shutdown
 from ._version import __version__
 from .backend import BackendRegistry
+from .broadcasting import Broadcast
 from .codecs import CodecRegistry
 from .context import ServerContext
 from .dataplane import DataPlane
+from .declarations import GrpcService, HttpDialect
 from .draining import Phase
 from .errors import ModelPlatformError, PluginError
-from .declarations import GrpcService, HttpDialect
 from .grpc_server import start_grpc_server
 from .http import HttpFront
-from .broadcasting import Broadcast
 from .logging import LOG_SETTINGS_TOPIC, configure, update_log_settings
 from .model_config import ModelConfig
 from .models import ModelManager
 from .models.warmup import WarmupSource
 from .oneport import OnePort
-from .polling import RepositoryPoller
 from .plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
+from .polling import RepositoryPoller
 from .remote_repository import RepositorySource, open_repository
 from .settings import Settings
 from .tls import ServerTls, server_tls
@@ -87,9 +88,7 @@ def compose(
         warmup_source=_warmup_source(plugins),
         remote=remote,
     )
-    dataplane = DataPlane(
-        models, settings.server_name, __version__, extensions, siblings=cluster_link
-    )
+    dataplane = DataPlane(models, settings.server_name, __version__, extensions, siblings=cluster_link)
     models.bind_dataplane(dataplane)  # backends call other models through it (ensembles, BLS)
     context = ServerContext(
         settings=settings,
@@ -134,9 +133,7 @@ def _unique_dialects(dialects: list[HttpDialect]) -> dict[str, HttpDialect]:
     return by_name
 
 
-def _extensions(
-    dialects: Any, services: list[GrpcService], codecs: CodecRegistry
-) -> list[str]:
+def _extensions(dialects: Any, services: list[GrpcService], codecs: CodecRegistry) -> list[str]:
     names = [e for d in dialects for e in d.extensions]
     names += [e for s in services for e in s.extensions] + list(codecs.extensions)
     return list(dict.fromkeys(names))
@@ -273,9 +270,7 @@ def start_polling(
     """In poll mode, a task that follows the repository every ``repository_poll_secs``."""
     if settings.model_control_mode != "poll" or settings.repository_poll_secs <= 0:
         return None
-    poller = RepositoryPoller(
-        models, settings.model_repository, settings.repository_poll_secs, remote
-    )
+    poller = RepositoryPoller(models, settings.model_repository, settings.repository_poll_secs, remote)
     log.info("repository_polling_started", every_secs=settings.repository_poll_secs)
     return asyncio.ensure_future(poller.run())
 

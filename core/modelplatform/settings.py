@@ -242,7 +242,13 @@ def _check(settings: Settings) -> None:
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
-    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers", "max_shm_regions"):
+    for name in (
+        "max_request_bytes",
+        "max_tensor_elements",
+        "max_bytes_element",
+        "workers",
+        "max_shm_regions",
+    ):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
     _check_timeouts(settings)
@@ -262,7 +268,9 @@ def _check_access(settings: Settings) -> None:
 
 def _check_timeouts(settings: Settings) -> None:
     if not 0 < settings.http_keep_alive_timeout_secs < MAX_TIMEOUT_SECS:
-        raise InvalidArgument(f"http_keep_alive_timeout_secs must be above 0 and below {MAX_TIMEOUT_SECS:.0f}")
+        raise InvalidArgument(
+            f"http_keep_alive_timeout_secs must be above 0 and below {MAX_TIMEOUT_SECS:.0f}"
+        )
     for name in ("http_request_timeout_secs", "http_response_timeout_secs"):
         if not 0 <= getattr(settings, name) < MAX_TIMEOUT_SECS:
             raise InvalidArgument(f"{name} must be between 0 (none) and {MAX_TIMEOUT_SECS:.0f}")

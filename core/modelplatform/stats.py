@@ -148,6 +148,7 @@ OUTCOMES = ("success", "failure")
 #: failed in the backend, anything else (bad input, unknown version).
 FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
 
+
 @dataclass(slots=True)
 class BatchDurations:
     """The three compute phases of every execution of one batch size."""

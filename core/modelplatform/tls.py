@@ -116,7 +116,9 @@ def tls_files(settings: Settings, listener: str) -> TlsFiles | None:
     choice = _choice(settings, listener)
     if not choice.on:
         return None
-    return TlsFiles(Path(choice.cert), Path(choice.key), Path(choice.root) if choice.mutual else None, choice.mutual)
+    return TlsFiles(
+        Path(choice.cert), Path(choice.key), Path(choice.root) if choice.mutual else None, choice.mutual
+    )
 
 
 def any_tls(settings: Settings) -> bool:
@@ -129,7 +131,9 @@ def check_settings(settings: Settings) -> None:
     if settings.single_port and any(_choice(settings, name).on for name in ("http", "grpc")):
         # The one port would have to offer h2 by ALPN inside TLS; platforms that allow one
         # port only (Knative) end TLS at their ingress, so the two are not combined.
-        raise InvalidArgument("single_port serves plain text only: it cannot be combined with http_use_ssl or grpc_use_ssl")
+        raise InvalidArgument(
+            "single_port serves plain text only: it cannot be combined with http_use_ssl or grpc_use_ssl"
+        )
     for listener in LISTENERS:
         choice = _choice(settings, listener)
         _check_own_files_used(settings, listener, choice)
@@ -152,7 +156,9 @@ def _check_own_files_used(settings: Settings, listener: str, choice: _Choice) ->
         if not getattr(settings, f"{listener}_{name}"):
             continue
         if not choice.on:
-            raise InvalidArgument(f"{listener}_{name} is set but {listener} TLS is off (set {listener}_use_ssl)")
+            raise InvalidArgument(
+                f"{listener}_{name} is set but {listener} TLS is off (set {listener}_use_ssl)"
+            )
         if name == "root_cert" and not choice.mutual:
             raise InvalidArgument(f"{listener}_root_cert is read only with {listener}_use_ssl_mutual")
 
@@ -249,7 +255,9 @@ class ListenerTls:
         self.generation = 0
         self._fingerprint = _fingerprint(files.paths())
 
-    def _choose_context(self, connection: ssl.SSLObject, server_name: str | None, front: ssl.SSLContext) -> None:
+    def _choose_context(
+        self, connection: ssl.SSLObject, server_name: str | None, front: ssl.SSLContext
+    ) -> None:
         if connection.context is not self._current:
             connection.context = self._current
 
@@ -264,7 +272,9 @@ class ListenerTls:
             context = server_context(pem, self.files.mutual)
         except InvalidArgument as error:
             self._fingerprint = fingerprint  # retried when the files change again, or on SIGHUP
-            log.error("tls_reload_failed", listener=self.name, error=error.message, kept="previous certificate")
+            log.error(
+                "tls_reload_failed", listener=self.name, error=error.message, kept="previous certificate"
+            )
             return False
         self.pem, self._current, self._fingerprint = pem, context, fingerprint
         self.generation += 1

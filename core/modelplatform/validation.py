@@ -181,8 +181,7 @@ def _check_outputs(config: ModelConfig, request: InferenceRequest) -> None:
         if config.output_spec(output.name) is None:
             declared = ", ".join(s.name for s in config.outputs)
             raise InvalidArgument(
-                f"model '{config.name}': unknown output '{output.name}' "
-                f"(declared: [{declared}])"
+                f"model '{config.name}': unknown output '{output.name}' (declared: [{declared}])"
             )
 
 

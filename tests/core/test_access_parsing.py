@@ -31,12 +31,18 @@ def test_groups_parse_with_values_holding_colons_and_equals() -> None:
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ('[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["inference"]\nmodel = ["x"]\n' % HASH, "unknown field"),
+        (
+            '[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["inference"]\nmodel = ["x"]\n' % HASH,
+            "unknown field",
+        ),
         ('[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["infer"]\n' % HASH, "unknown API 'infer'"),
         ('[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = []\n' % HASH, "non-empty list"),
         ('[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["metrics"]\nmodels = "x"\n' % HASH, "'models'"),
         ('[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["metrics"]\n' % ("z" * 64), "64 hex digits"),
-        ('[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["metrics"]\n' % HASH * 2, "two keys are named 'a'"),
+        (
+            '[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["metrics"]\n' % HASH * 2,
+            "two keys are named 'a'",
+        ),
         ("keys = 3\n", "needs a list 'keys'"),
         ("[[keys]\n", "API keys file"),
     ],
@@ -56,7 +62,9 @@ def test_keys_are_found_by_hash_and_scoped(tmp_path: Path) -> None:
     text = '[[keys]]\nname = "a"\nsha256 = "%s"\ncategories = ["inference"]\nmodels = ["m"]\n' % HASH
     gate = AccessGate(Restrictions(), Restrictions(), KeyFile(_file(tmp_path, text)))
     assert gate.check_grpc("inference", "m", {"authorization": "Bearer k1"}).key_name == "a"
-    assert gate.check_grpc("inference", "n", {"authorization": "Bearer k1"}).denial.kind is DenialKind.FORBIDDEN
+    assert (
+        gate.check_grpc("inference", "n", {"authorization": "Bearer k1"}).denial.kind is DenialKind.FORBIDDEN
+    )
     late = gate.check_grpc("inference", "", {"authorization": "Bearer k1"})  # named in the body
     assert late.denial is None and late.deferred is not None  # the handler checks it (scope.py)
     assert gate.check_grpc("", None, {"authorization": "Bearer k1"}).denial.kind is DenialKind.FORBIDDEN

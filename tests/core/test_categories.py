@@ -36,7 +36,9 @@ def test_every_http_route_of_every_dialect_has_a_category(context: Any) -> None:
         for route in dialect.routes(context):
             seen += 1
             if not is_category(route.category):
-                missing.append(f"{dialect.name}: {sorted(route.methods)} {route.describe()} -> {route.category!r}")
+                missing.append(
+                    f"{dialect.name}: {sorted(route.methods)} {route.describe()} -> {route.category!r}"
+                )
     assert missing == []
     assert seen > 40  # oip, repository, tfserving, grps (custom route included), metrics, tracing
     assert {"grps-rest", "tfserving-rest", "oip-rest", "repository", "metrics"} <= set(context.dialects)
@@ -96,7 +98,9 @@ def test_every_grpc_method_of_every_service_has_a_category(context: Any) -> None
         missing = sorted(m for m in served if not is_category(service.categories.get(m, "")))
         assert missing == [], f"{service.name} serves methods without a category: {missing}"
         served_by.setdefault(service.name, set()).update(served)
-    assert {"ModelInfer", "RepositoryIndex", "TraceSetting", "LogSettings"} <= served_by["inference.GRPCInferenceService"]
+    assert {"ModelInfer", "RepositoryIndex", "TraceSetting", "LogSettings"} <= served_by[
+        "inference.GRPCInferenceService"
+    ]
     assert {"Predict", "Online"} <= served_by["grps.protos.v1.GrpsService"]
     assert "Check" in served_by["grpc.health.v1.Health"]
 

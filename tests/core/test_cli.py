@@ -11,8 +11,14 @@ from tests.conftest import MODEL_REPOSITORY, ROOT
 
 
 def platform(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "modelplatform", *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "COLUMNS": "200", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "modelplatform", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
 
 
 def test_version():
@@ -29,8 +35,15 @@ def test_help_is_useful(command):
 
 def test_serve_flags_mirror_tritonserver():
     text = platform("serve", "--help").stdout
-    for flag in ("--model-repository", "--http-port", "--grpc-port", "--log-verbose",
-                 "--model-control-mode", "--load-model", "--strict-readiness"):
+    for flag in (
+        "--model-repository",
+        "--http-port",
+        "--grpc-port",
+        "--log-verbose",
+        "--model-control-mode",
+        "--load-model",
+        "--strict-readiness",
+    ):
         assert flag in text
 
 
@@ -45,8 +58,14 @@ def test_plugins_lists_distribution_version_and_status():
 def test_models_lists_the_repository():
     out = platform("models", "--model-repository", str(MODEL_REPOSITORY)).stdout
     names = [line.split()[0] for line in out.splitlines()]
-    for model in ("saved_model_half_plus_three", "simple", "simple_string",
-                  "identity_fp32", "identity_fp16", "identity_bytes"):
+    for model in (
+        "saved_model_half_plus_three",
+        "simple",
+        "simple_string",
+        "identity_fp32",
+        "identity_fp16",
+        "identity_bytes",
+    ):
         assert model in names
     assert "123" in next(line for line in out.splitlines() if line.startswith("saved_model"))
 
@@ -72,9 +91,19 @@ def _serve_options() -> list:
 
 def _serve_until_it_exits(*args: str) -> tuple[int, str]:
     """Exit status and stderr; a server that starts instead is killed with its workers."""
-    command = [sys.executable, "-m", "modelplatform", "serve", *args,
-               "--http-port", str(free_port()), "--grpc-port", str(free_port()),
-               "--metrics-port", str(free_port())]
+    command = [
+        sys.executable,
+        "-m",
+        "modelplatform",
+        "serve",
+        *args,
+        "--http-port",
+        str(free_port()),
+        "--grpc-port",
+        str(free_port()),
+        "--metrics-port",
+        str(free_port()),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT, start_new_session=True)  # fmt: skip
     try:
@@ -89,9 +118,7 @@ def _serve_until_it_exits(*args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("repository", ["no/such/repository", "s3://bucket/models", "README.md"])
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_repository_that_is_no_folder_stops_serve_with_one_line(repository, workers):
-    returncode, stderr = _serve_until_it_exits(
-        "--model-repository", repository, "--workers", workers
-    )
+    returncode, stderr = _serve_until_it_exits("--model-repository", repository, "--workers", workers)
     assert returncode != 0
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and repository in lines[0], stderr
@@ -105,8 +132,13 @@ def test_models_names_a_missing_repository():
 
 def _imported(*args: str) -> set[str]:
     """Top-level packages a fresh ``platform <args>`` imports (from ``-X importtime``)."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "modelplatform", *args],
-                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "modelplatform", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     names = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
     return {name.split(".")[0] for name in names}
@@ -116,9 +148,7 @@ def _heavy(packages: set[str]) -> set[str]:
     return {p for p in packages if p.startswith("modelplatform_") or p in ("sanic", "grpc")}
 
 
-@pytest.mark.parametrize(
-    "args", [("version",), ("--help",), ("serve", "--help"), ("models", "--help")]
-)
+@pytest.mark.parametrize("args", [("version",), ("--help",), ("serve", "--help"), ("models", "--help")])
 def test_core_commands_import_no_plugin_and_no_transport(args):
     assert _heavy(_imported(*args)) == set()
 

@@ -127,6 +127,7 @@ async def test_statistics_come_back_from_every_sibling(address):
         def handle(message: Message) -> None:
             if isinstance(message, StatisticsQuery):
                 link.send(StatisticsAnswer(message.query_id, (counted,)))
+
         return handle
 
     try:

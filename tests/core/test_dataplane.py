@@ -15,8 +15,8 @@ from modelplatform import (
     Settings,
     Tensor,
 )
-from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
 from modelplatform.models import ModelState
+from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
 
 CONFIG = """
 name: "{name}"
@@ -52,8 +52,13 @@ def repo(tmp_path):
 
 
 def _settings(repo: Path) -> Settings:
-    return Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
-                    grpc_port=free_port(), plugins=("python",))
+    return Settings(
+        model_repository=repo,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("python",),
+    )
 
 
 def _request(model: str, array: np.ndarray, version: str = "") -> InferenceRequest:

@@ -62,8 +62,9 @@ class RawCallsBackend(Backend):
         for _ in range(int(request.inputs[0].data[0])):
             if "stream" in GATES:
                 await GATES["stream"].wait()
-            yield InferenceResponse(request.model_name, "", [
-                Tensor.from_array("I", np.array([self.instance_index], np.int32))])
+            yield InferenceResponse(
+                request.model_name, "", [Tensor.from_array("I", np.array([self.instance_index], np.int32))]
+            )
 
 
 class RawCallsPlugin:
@@ -78,16 +79,25 @@ def server(tmp_path: Path) -> InProcessServer:
     GATES.clear()
     (tmp_path / "raw" / "1").mkdir(parents=True)
     (tmp_path / "raw" / "config.pbtxt").write_text(CONFIG)
-    settings = Settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
-                        grpc_port=free_port(), plugins=("python",))
+    settings = Settings(
+        model_repository=tmp_path,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("python",),
+    )
     return InProcessServer(settings, [RawCallsPlugin()])
 
 
 def _counts(server: InProcessServer) -> tuple[int, int, int, dict[int, int]]:
     """(successes, failures, executions, executions per instance) of model ``raw``."""
     stats = server.running.models.get("raw").stats
-    return (stats.durations["success"].count, stats.durations["fail"].count,
-            stats.execution_count, dict(stats.instances))
+    return (
+        stats.durations["success"].count,
+        stats.durations["fail"].count,
+        stats.execution_count,
+        dict(stats.instances),
+    )
 
 
 def _in_flight(server: InProcessServer) -> int:
@@ -166,8 +176,10 @@ async def test_streams_spread_over_every_instance_and_count_in_flight(server: In
     async with server:
         dataplane = server.context.dataplane
         GATES["stream"] = asyncio.Event()
-        async with contextlib.aclosing(dataplane.stream(_stream_request(2))) as first, \
-                contextlib.aclosing(dataplane.stream(_stream_request(2))) as second:
+        async with (
+            contextlib.aclosing(dataplane.stream(_stream_request(2))) as first,
+            contextlib.aclosing(dataplane.stream(_stream_request(2))) as second,
+        ):
             reads = [asyncio.ensure_future(anext(first)), asyncio.ensure_future(anext(second))]
             await asyncio.sleep(0.01)
             assert _in_flight(server) == 2  # both open at once

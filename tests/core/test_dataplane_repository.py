@@ -56,8 +56,14 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _settings(repo: Path) -> Settings:
-    return Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
-                    grpc_port=free_port(), plugins=("python",), load_models=("double",))
+    return Settings(
+        model_repository=repo,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("python",),
+        load_models=("double",),
+    )
 
 
 def _server(repo: Path) -> InProcessServer:
@@ -82,8 +88,12 @@ async def test_resolve_answers_a_frozen_view_of_the_ready_version(repo: Path) ->
 async def test_resolve_raises_what_infer_raises(repo: Path) -> None:
     async with _server(repo) as server:
         dataplane = server.context.dataplane
-        for name, version, error in [("nothing", "", ModelNotFound), ("double", "7", ModelNotFound),
-                                     ("idle", "", ModelNotFound), ("double", "x", InvalidArgument)]:
+        for name, version, error in [
+            ("nothing", "", ModelNotFound),
+            ("double", "7", ModelNotFound),
+            ("idle", "", ModelNotFound),
+            ("double", "x", InvalidArgument),
+        ]:
             with pytest.raises(error):
                 dataplane.resolve(name, version)
             with pytest.raises(error):
@@ -97,18 +107,25 @@ async def test_version_status_lists_every_known_version_with_state_and_reason(re
     async with _server(repo) as server:
         dataplane = server.context.dataplane
         assert [(v.version, v.state, v.reason) for v in dataplane.version_status("double")] == [
-            ("1", "READY", ""), ("2", "READY", "")]
+            ("1", "READY", ""),
+            ("2", "READY", ""),
+        ]
         assert dataplane.version_status("idle") == [] and dataplane.version_status("nothing") == []
         await dataplane.unload("double")
         assert [(v.version, v.state, v.reason) for v in dataplane.version_status("double")] == [
-            ("1", "UNAVAILABLE", "unloaded"), ("2", "UNAVAILABLE", "unloaded")]
+            ("1", "UNAVAILABLE", "unloaded"),
+            ("2", "UNAVAILABLE", "unloaded"),
+        ]
 
 
 async def test_index_lists_the_repository_and_loaded_versions(repo: Path) -> None:
     async with _server(repo) as server:
         dataplane = server.context.dataplane
         assert dataplane.index() == [
-            IndexEntry("double", "1", "READY"), IndexEntry("double", "2", "READY"), IndexEntry("idle")]
+            IndexEntry("double", "1", "READY"),
+            IndexEntry("double", "2", "READY"),
+            IndexEntry("idle"),
+        ]
         assert [e.name for e in dataplane.index(ready_only=True)] == ["double", "double"]
 
 
@@ -137,8 +154,11 @@ async def test_load_and_unload_by_name(repo: Path) -> None:
             await dataplane.load("nothing")
 
 
-TENSORS = {"max_batch_size": 0, "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [2]}],
-           "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [2]}]}
+TENSORS = {
+    "max_batch_size": 0,
+    "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [2]}],
+    "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [2]}],
+}
 
 
 @pytest.mark.parametrize("as_text", [False, True])

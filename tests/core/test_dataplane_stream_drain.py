@@ -44,7 +44,9 @@ class CountingBackend(Backend):
         n = int(request.inputs[0].data[0])
         try:
             for i in range(1, abs(n) + 1):
-                yield InferenceResponse(request.model_name, "", [Tensor.from_array("I", np.array([i], np.int32))])
+                yield InferenceResponse(
+                    request.model_name, "", [Tensor.from_array("I", np.array([i], np.int32))]
+                )
             if n < 0:
                 raise RuntimeError("negative")
         except GeneratorExit:
@@ -65,8 +67,13 @@ def _model(root: Path, name: str, backend: str) -> None:
 
 
 def _settings(repo: Path) -> Settings:
-    return Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
-                    grpc_port=free_port(), plugins=("python",))
+    return Settings(
+        model_repository=repo,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("python",),
+    )
 
 
 def _request(model: str, n: int, datatype: str = "INT32") -> InferenceRequest:

@@ -15,8 +15,22 @@ from modelplatform import (
 
 
 def test_every_oip_datatype_is_mapped():
-    expected = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
-                "FP16", "FP32", "FP64", "BF16", "BYTES"}
+    expected = {
+        "BOOL",
+        "UINT8",
+        "UINT16",
+        "UINT32",
+        "UINT64",
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "FP16",
+        "FP32",
+        "FP64",
+        "BF16",
+        "BYTES",
+    }
     assert DATATYPES == expected
     assert set(CONFIG_TO_DATATYPE.values()) == expected
     assert CONFIG_TO_DATATYPE["TYPE_STRING"] == "BYTES"
@@ -25,7 +39,7 @@ def test_every_oip_datatype_is_mapped():
 
 
 def test_bytes_round_trip_with_nul_and_non_utf8():
-    values = np.array([b"", b"a\x00b", b"\xff\xfe", "text".encode()], dtype=object)
+    values = np.array([b"", b"a\x00b", b"\xff\xfe", b"text"], dtype=object)
     wire = encode_bytes(values)
     assert wire[:4] == b"\x00\x00\x00\x00"
     assert list(decode_bytes(wire, 4)) == list(values)

@@ -25,16 +25,22 @@ from modelplatform.stats import ModelStats
 
 
 def _config(delay_us: int = 20_000, max_queue: int = 0, preferred=()):
-    return from_proto(parse_json({
-        "name": "rec", "backend": "rec", "max_batch_size": 8,
-        "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
-        "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}],
-        "dynamic_batching": {
-            "max_queue_delay_microseconds": delay_us,
-            "preferred_batch_size": list(preferred),
-            "default_queue_policy": {"max_queue_size": max_queue},
-        },
-    }))
+    return from_proto(
+        parse_json(
+            {
+                "name": "rec",
+                "backend": "rec",
+                "max_batch_size": 8,
+                "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
+                "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}],
+                "dynamic_batching": {
+                    "max_queue_delay_microseconds": delay_us,
+                    "preferred_batch_size": list(preferred),
+                    "default_queue_policy": {"max_queue_size": max_queue},
+                },
+            }
+        )
+    )
 
 
 class Recorder(Backend):
@@ -80,7 +86,9 @@ async def test_a_bad_request_fails_alone():
     config = _config()
     batcher = DynamicBatcher(config, [Recorder(config)], ModelStats("rec", "1"))
     results = await asyncio.gather(
-        batcher.submit(_request(1, 1.0)), batcher.submit(_request(1, -1.0)), batcher.submit(_request(1, 2.0)),
+        batcher.submit(_request(1, 1.0)),
+        batcher.submit(_request(1, -1.0)),
+        batcher.submit(_request(1, 2.0)),
         return_exceptions=True,
     )
     await batcher.close()
@@ -92,7 +100,13 @@ async def test_shapes_are_never_mixed_and_rows_never_exceed_the_maximum():
     config = _config()
     backend = Recorder(config)
     batcher = DynamicBatcher(config, [backend], ModelStats("rec", "1"))
-    requests = [_request(3, 1.0), _request(3, 1.0, width=5), _request(3, 1.0), _request(3, 1.0), _request(1, 1.0, width=5)]
+    requests = [
+        _request(3, 1.0),
+        _request(3, 1.0, width=5),
+        _request(3, 1.0),
+        _request(3, 1.0),
+        _request(1, 1.0, width=5),
+    ]
     responses = await asyncio.gather(*(batcher.submit(r) for r in requests))
     await batcher.close()
     for request, response in zip(requests, responses):
@@ -103,7 +117,9 @@ async def test_shapes_are_never_mixed_and_rows_never_exceed_the_maximum():
 async def test_preferred_size_dispatches_without_waiting_the_full_delay():
     config = _config(delay_us=5_000_000, preferred=(2,))
     batcher = DynamicBatcher(config, [Recorder(config)], ModelStats("rec", "1"))
-    await asyncio.wait_for(asyncio.gather(batcher.submit(_request(1, 1.0)), batcher.submit(_request(1, 1.0))), 2)
+    await asyncio.wait_for(
+        asyncio.gather(batcher.submit(_request(1, 1.0)), batcher.submit(_request(1, 1.0))), 2
+    )
     await batcher.close()
 
 

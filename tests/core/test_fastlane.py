@@ -232,7 +232,9 @@ def test_reply_head_strips_what_sanic_strips():
     headers = {"Inference-Header-Content-Length": "17", "X-Odd": "a\r\nb\x00c", "X-Utf": "é"}
     ours = head_bytes(HttpReply(200, b"{}", "application/json", headers), b"")
     lines = dict(line.split(b": ", 1) for line in ours.split(b"\r\n")[1:] if b": " in line)
-    sanic = dict(HTTPResponse(b"{}", headers=dict(headers), content_type="application/json").processed_headers)
+    sanic = dict(
+        HTTPResponse(b"{}", headers=dict(headers), content_type="application/json").processed_headers
+    )
     for name, value in sanic.items():
         assert lines[name] == value, name
     assert lines[b"X-Odd"] == b"abc" and lines[b"content-type"] == b"application/json"
@@ -242,5 +244,7 @@ async def test_an_endless_version_number_is_bound_on_both_paths(port):
     digits = "0" + "9" * 5000
     [(status, headers, body)] = await exchange(port, post(f"/lane/a/versions/{digits}/echo"))
     assert (status, body, headers["x-version"]) == (200, b"fast:x", "9" * 5000)
-    [(status, headers, body)] = await exchange(port, post(f"/lane/a/versions/{digits}/echo", b"x", "Connection: close"))
+    [(status, headers, body)] = await exchange(
+        port, post(f"/lane/a/versions/{digits}/echo", b"x", "Connection: close")
+    )
     assert (status, body) == (200, b"sanic:x")

@@ -11,7 +11,8 @@ DOC = (ROOT / "docs" / "plugins" / "hooks.md").read_text()
 
 def _hook_functions():
     return [
-        fn for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+        fn
+        for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
         if hasattr(fn, "modelplatform_spec")
     ]
 
@@ -24,11 +25,19 @@ def _signature_line(fn) -> str:
 
 def test_there_are_nine_hooks():
     names = sorted(fn.__name__ for fn in _hook_functions())
-    assert names == sorted([
-        "register_backends", "register_codecs", "register_http_dialects",
-        "register_grpc_services", "register_commands", "open_repository", "warmup_requests",
-        "startup", "shutdown",
-    ])
+    assert names == sorted(
+        [
+            "register_backends",
+            "register_codecs",
+            "register_http_dialects",
+            "register_grpc_services",
+            "register_commands",
+            "open_repository",
+            "warmup_requests",
+            "startup",
+            "shutdown",
+        ]
+    )
 
 
 def test_every_hook_has_a_heading_and_its_exact_signature():

@@ -157,7 +157,9 @@ async def test_a_streamed_body_arrives_in_chunks(port):
 
 
 async def test_a_route_body_limit_is_refused_before_the_body_in_the_dialects_shape(port):
-    head = request("POST", "/t/small", b"")[: -len("\r\n\r\n")].replace(b"Content-Length: 0", b"Content-Length: 11")
+    head = request("POST", "/t/small", b"")[: -len("\r\n\r\n")].replace(
+        b"Content-Length: 0", b"Content-Length: 11"
+    )
     status, _, body = await answer(port, head + b"\r\n\r\n")  # the 11 bytes never come
     assert status == 413 and "larger than the limit" in json.loads(body)["oops"]
     status, _, body = await answer(port, request("POST", "/t/small", b"0123456789"))

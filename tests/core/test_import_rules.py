@@ -165,7 +165,8 @@ def test_the_rules_catch_what_they_should(tmp_path):
     assert [i.line for i in imports if _core_violation(i, submodules)] == [2, 3, 4]
     crossing = [m for i in imports for m in _other_plugin_modules(i, "modelplatform_binary_data")]
     assert [m for m in crossing if not _allowed_from(m)] == [
-        "modelplatform_oip.rest.codec", "modelplatform_oip.raw"
+        "modelplatform_oip.rest.codec",
+        "modelplatform_oip.raw",
     ]
 
 

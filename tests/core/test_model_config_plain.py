@@ -97,9 +97,7 @@ def test_the_document_turns_back_into_the_message_that_was_read(model_dir):
     """What oip-grpc's ModelConfig RPC answers is the message config.pbtxt holds, byte for byte."""
     rebuilt = json_format.ParseDict(read_config(model_dir).document, pb.ModelConfig())
     expected = load_file(model_dir)
-    assert rebuilt.SerializeToString(deterministic=True) == expected.SerializeToString(
-        deterministic=True
-    )
+    assert rebuilt.SerializeToString(deterministic=True) == expected.SerializeToString(deterministic=True)
 
 
 def test_a_completed_config_turns_back_into_the_message_it_was_made_from(tmp_path):

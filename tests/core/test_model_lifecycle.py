@@ -27,9 +27,9 @@ from modelplatform import (
     Tensor,
     hookimpl,
 )
+from modelplatform.models import LoadOverride, ModelState
 from modelplatform.polling import RepositoryPoller
 from modelplatform.testing import InProcessServer, free_port
-from modelplatform.models import LoadOverride, ModelState
 
 LOADS: Counter[str] = Counter()
 UNLOADS: Counter[str] = Counter()
@@ -67,7 +67,9 @@ class LifecyclePlugin:
 
 
 def _config(name: str, **params: str) -> str:
-    lines = "".join(f' parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in params.items())
+    lines = "".join(
+        f' parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in params.items()
+    )
     return (
         f'name: "{name}" backend: "lifecycle" max_batch_size: 0'
         ' input [ { name: "A" data_type: TYPE_FP32 dims: [ -1 ] } ]'
@@ -86,8 +88,13 @@ def write_model(root: Path, name: str, versions: Sequence[int] = (1,), **params:
 
 
 def settings(root: Path, **changes: object) -> Settings:
-    base = Settings(model_repository=root, host="127.0.0.1", http_port=free_port(),
-                    grpc_port=free_port(), plugins=("python",))
+    base = Settings(
+        model_repository=root,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("python",),
+    )
     return Settings(**{**{f: getattr(base, f) for f in base.__slots__}, **changes})
 
 
@@ -251,8 +258,11 @@ async def test_a_temporary_model_folder_is_removed_after_unload(repo, tmp_path_f
     (upload / "3").mkdir()
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         models = server.running.models
-        config = {"backend": "lifecycle", "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
-                  "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}]}
+        config = {
+            "backend": "lifecycle",
+            "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}],
+            "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}],
+        }
         await models.load("new", LoadOverride(config=config, model_dir=upload, temporary=True))
         assert models.get("new").version == 3 and upload.is_dir()
         await models.unload("new")
@@ -264,8 +274,11 @@ async def test_version_policy_latest_all_specific(repo):
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         models = server.running.models
         assert [v.version for v in models.versions("m")] == [3]
-        for policy, expected in (("all { }", [1, 2, 3]), ("specific { versions: [1, 3] }", [1, 3]),
-                                 ("latest { num_versions: 2 }", [2, 3])):
+        for policy, expected in (
+            ("all { }", [1, 2, 3]),
+            ("specific { versions: [1, 3] }", [1, 3]),
+            ("latest { num_versions: 2 }", [2, 3]),
+        ):
             (folder / "config.pbtxt").write_text(_config("m") + f"version_policy {{ {policy} }}\n")
             await models.load("m")
             assert [v.version for v in models.versions("m") if v.ready] == expected
@@ -273,8 +286,9 @@ async def test_version_policy_latest_all_specific(repo):
 
 async def test_poll_loads_only_settled_folders_and_unloads_removed_ones(repo, tmp_path_factory):
     write_model(repo, "kept")
-    async with InProcessServer(settings(repo, model_control_mode="poll", repository_poll_secs=0.0),
-                               [LifecyclePlugin]) as server:
+    async with InProcessServer(
+        settings(repo, model_control_mode="poll", repository_poll_secs=0.0), [LifecyclePlugin]
+    ) as server:
         models = server.running.models
         poller = RepositoryPoller(models, repo, 1.0)
         await poller.poll_once()

@@ -12,15 +12,24 @@ def test_a_prefix_of_the_preface_is_not_sorted_yet(first):
     assert sort_connection(first) is None
 
 
-@pytest.mark.parametrize("first", [HTTP2_PREFACE, HTTP2_PREFACE + b"\x00\x00\x12\x04", bytearray(HTTP2_PREFACE)])
+@pytest.mark.parametrize(
+    "first", [HTTP2_PREFACE, HTTP2_PREFACE + b"\x00\x00\x12\x04", bytearray(HTTP2_PREFACE)]
+)
 def test_the_whole_preface_is_h2c(first):
     assert sort_connection(first) is Kind.H2C
 
 
 @pytest.mark.parametrize(
     "first",
-    [b"G", b"GET / HTTP/1.1\r\n", b"POST /v2/models/simple/infer HTTP/1.1\r\n", b"PRX", b"PRI * HTTP/1.1\r\n",
-     b"\x16\x03\x01", HTTP2_PREFACE[:-1] + b"X"],
+    [
+        b"G",
+        b"GET / HTTP/1.1\r\n",
+        b"POST /v2/models/simple/infer HTTP/1.1\r\n",
+        b"PRX",
+        b"PRI * HTTP/1.1\r\n",
+        b"\x16\x03\x01",
+        HTTP2_PREFACE[:-1] + b"X",
+    ],
 )
 def test_anything_that_leaves_the_preface_is_http1_at_once(first):
     assert sort_connection(first) is Kind.HTTP1

@@ -15,8 +15,9 @@ def test_upload_and_restriction_defaults_are_closed():
 
 
 def test_settings_from_env_and_flags():
-    settings = resolve(env={"MODELPLATFORM_ALLOW_FILE_UPLOAD": "true"},
-                       overrides={"repository_restrict": "x-key:v:1"})
+    settings = resolve(
+        env={"MODELPLATFORM_ALLOW_FILE_UPLOAD": "true"}, overrides={"repository_restrict": "x-key:v:1"}
+    )
     assert settings.allow_file_upload is True and settings.repository_restrict == "x-key:v:1"
 
 

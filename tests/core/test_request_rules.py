@@ -11,7 +11,11 @@ from modelplatform.validation import RequestRules, validate_request
 
 PLAIN = ModelConfig(
     name="plain",
-    inputs=(TensorSpec("A", "INT32", (1, 4)), TensorSpec("B", "FP32", (-1,)), TensorSpec("C", "FP32", (2,), optional=True)),
+    inputs=(
+        TensorSpec("A", "INT32", (1, 4)),
+        TensorSpec("B", "FP32", (-1,)),
+        TensorSpec("C", "FP32", (2,), optional=True),
+    ),
     outputs=(TensorSpec("Y", "INT32", (1, 4)),),
 )
 BATCHED = ModelConfig(
@@ -38,21 +42,41 @@ CASES = {
     "fits": (PLAIN, request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,)))),
     "fits with the optional input and outputs named": (
         PLAIN,
-        request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (0,)), tensor("C", "FP32", (2,)), outputs=("Y",)),
+        request(
+            tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (0,)), tensor("C", "FP32", (2,)), outputs=("Y",)
+        ),
     ),
-    "unknown input": (PLAIN, request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,)), tensor("Z", "FP32", (1,)))),
-    "input given twice": (PLAIN, request(tensor("A", "INT32", (1, 4)), tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,)))),
+    "unknown input": (
+        PLAIN,
+        request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,)), tensor("Z", "FP32", (1,))),
+    ),
+    "input given twice": (
+        PLAIN,
+        request(tensor("A", "INT32", (1, 4)), tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,))),
+    ),
     "wrong datatype": (PLAIN, request(tensor("A", "FP32", (1, 4)), tensor("B", "FP32", (3,)))),
     "wrong rank": (PLAIN, request(tensor("A", "INT32", (4,)), tensor("B", "FP32", (3,)))),
     "wrong dimension": (PLAIN, request(tensor("A", "INT32", (1, 5)), tensor("B", "FP32", (3,)))),
-    "data of another size than its shape": (PLAIN, request(tensor("A", "INT32", (1, 4), size=3), tensor("B", "FP32", (3,)))),
+    "data of another size than its shape": (
+        PLAIN,
+        request(tensor("A", "INT32", (1, 4), size=3), tensor("B", "FP32", (3,))),
+    ),
     "required input missing": (PLAIN, request(tensor("A", "INT32", (1, 4)))),
-    "unknown output": (PLAIN, request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,)), outputs=("Y", "Q"))),
+    "unknown output": (
+        PLAIN,
+        request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,)), outputs=("Y", "Q")),
+    ),
     "batch fits": (BATCHED, request(tensor("A", "INT32", (3, 4)), tensor("B", "FP32", (3, 7)))),
     "batch over the maximum": (BATCHED, request(tensor("A", "INT32", (5, 4)), tensor("B", "FP32", (5, 7)))),
     "batch of zero": (BATCHED, request(tensor("A", "INT32", (0, 4)), tensor("B", "FP32", (0, 7)))),
-    "inputs of different batch sizes": (BATCHED, request(tensor("A", "INT32", (2, 4)), tensor("B", "FP32", (3, 7)))),
-    "any output when none is declared": (NO_OUTPUTS_DECLARED, request(tensor("A", "INT32", (2,)), outputs=("anything",))),
+    "inputs of different batch sizes": (
+        BATCHED,
+        request(tensor("A", "INT32", (2, 4)), tensor("B", "FP32", (3, 7))),
+    ),
+    "any output when none is declared": (
+        NO_OUTPUTS_DECLARED,
+        request(tensor("A", "INT32", (2,)), outputs=("anything",)),
+    ),
 }
 
 

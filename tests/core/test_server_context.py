@@ -26,8 +26,13 @@ class OtherRuntime:
 
 @pytest.fixture
 def context(tmp_path: Path) -> ServerContext:
-    settings = Settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
-                        grpc_port=free_port(), plugins=("oip-rest", "oip-grpc"))
+    settings = Settings(
+        model_repository=tmp_path,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("oip-rest", "oip-grpc"),
+    )
     return compose(settings).context
 
 
@@ -65,8 +70,9 @@ def test_shared_makes_one_object_per_type(context: ServerContext) -> None:
 def test_shared_is_made_once_across_threads(context: ServerContext) -> None:
     Runtime.made = 0
     found: list[Runtime] = []
-    threads = [threading.Thread(target=lambda: found.append(context.shared(Runtime, Runtime)))
-               for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: found.append(context.shared(Runtime, Runtime))) for _ in range(8)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -15,7 +15,9 @@ def test_defaults():
 
 def test_precedence_file_env_flags(tmp_path):
     config = tmp_path / "settings.toml"
-    config.write_text('http_port = 9000\ngrpc_port = 9001\nlog_format = "json"\n[plugins.grps]\ndefault_model = "simple"\n')
+    config.write_text(
+        'http_port = 9000\ngrpc_port = 9001\nlog_format = "json"\n[plugins.grps]\ndefault_model = "simple"\n'
+    )
     env = {"MODELPLATFORM_GRPC_PORT": "9101", "MODELPLATFORM_DISABLE_PLUGINS": "grps-rest, tfserving-rest"}
     settings = resolve(config, env=env, overrides={"http_port": 9200, "grpc_port": None})
     assert settings.http_port == 9200  # flag beats file
@@ -42,7 +44,10 @@ def test_every_setting_is_documented():
     from tests.conftest import ROOT
 
     doc = (ROOT / "docs" / "configuration.md").read_text()
-    missing = [f.name for f in dataclasses.fields(Settings)
-               if f.name != "plugin_options" and f"`{f.name}`" not in doc]
+    missing = [
+        f.name
+        for f in dataclasses.fields(Settings)
+        if f.name != "plugin_options" and f"`{f.name}`" not in doc
+    ]
     assert missing == []
     assert "[plugins." in doc  # plugin_options come from [plugins.<name>] tables

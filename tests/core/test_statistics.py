@@ -111,7 +111,10 @@ def test_plus_sums_two_workers_counters_without_changing_either():
     assert total["inference_stats"]["fail"] == {"count": 1, "ns": 9}
     assert total["inference_stats"]["compute_infer"] == {"count": 3, "ns": 120}
     assert [b["batch_size"] for b in total["batch_stats"]] == [1, 2]
-    assert total["instance_stats"] == [{"instance": 0, "execution_count": 1}, {"instance": 1, "execution_count": 1}]
+    assert total["instance_stats"] == [
+        {"instance": 0, "execution_count": 1},
+        {"instance": 1, "execution_count": 1},
+    ]
     assert one.inference_count == 1 and two.inference_count == 1
 
 
@@ -182,7 +185,10 @@ def test_histograms_and_protocol_counts_add_up_over_workers_and_loads_do_not():
     cumulative = request.cumulative()
     assert cumulative == sorted(cumulative) and cumulative[-1] == 2
     assert cumulative[request.bounds.index(250)] == 1 and cumulative[request.bounds.index(10_000_000)] == 2
-    assert {p: (c.success, c.failure) for p, c in total.protocols.items()} == {"oip_http": (1, 0), "grps_grpc": (1, 1)}
+    assert {p: (c.success, c.failure) for p, c in total.protocols.items()} == {
+        "oip_http": (1, 0),
+        "grps_grpc": (1, 1),
+    }
     assert total.batch_sizes.counts[total.batch_sizes.bounds.index(4)] == 1
     assert total.loads == {"success": 1, "failure": 0}  # every worker loads: one operation
 

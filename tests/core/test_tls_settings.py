@@ -42,7 +42,11 @@ def test_metrics_follows_http(pem: dict[str, str]) -> None:
 
 
 def test_metrics_own_settings_win(pem: dict[str, str]) -> None:
-    own = {"metrics_server_cert": pem["m.crt"], "metrics_server_key": pem["m.key"], "metrics_use_ssl_mutual": False}
+    own = {
+        "metrics_server_cert": pem["m.crt"],
+        "metrics_server_key": pem["m.key"],
+        "metrics_use_ssl_mutual": False,
+    }
     settings = resolve(env={}, overrides={**http_tls(pem, mutual=True), **own})
     assert tls_files(settings, "metrics") == TlsFiles(Path(pem["m.crt"]), Path(pem["m.key"]), None, False)
     off = resolve(env={"MODELPLATFORM_METRICS_USE_SSL": "false"}, overrides=http_tls(pem))

@@ -27,8 +27,8 @@ from modelplatform import (
     Settings,
     Tensor,
     hookimpl,
+    repository,
 )
-from modelplatform import repository
 from modelplatform.testing import InProcessServer, free_port
 
 #: (model, instance index, request) for every execute, in order.
@@ -59,9 +59,7 @@ class WarmupPlugin:
 
     @staticmethod
     @hookimpl
-    def warmup_requests(
-        model_name: str, version: int, version_dir: Path, config: ModelConfig
-    ) -> Any:
+    def warmup_requests(model_name: str, version: int, version_dir: Path, config: ModelConfig) -> Any:
         found = PLUGIN_REQUESTS.get(model_name)
         if isinstance(found, Exception):
             raise found
@@ -85,8 +83,11 @@ def warmup_input(datatype: str, dims: str, source: str) -> str:
 def sample(name: str, batch_size: int, count: int, f: str, i: str, s: str) -> str:
     inputs = "".join(
         f' inputs {{ key: "{key}" {warmup_input(t, d, src)} }}'
-        for key, t, d, src in (("F", "TYPE_FP32", "[ 2, 3 ]", f), ("I", "TYPE_INT32", "[ 4 ]", i),
-                               ("S", "TYPE_STRING", "[ 2 ]", s))
+        for key, t, d, src in (
+            ("F", "TYPE_FP32", "[ 2, 3 ]", f),
+            ("I", "TYPE_INT32", "[ 4 ]", i),
+            ("S", "TYPE_STRING", "[ 2 ]", s),
+        )
     )
     return f'model_warmup {{ name: "{name}" batch_size: {batch_size} count: {count}{inputs} }}\n'
 
@@ -102,8 +103,13 @@ def write_model(root: Path, name: str, body: str, files: dict[str, bytes] | None
 
 
 def settings(root: Path) -> Settings:
-    return Settings(model_repository=root, host="127.0.0.1", http_port=free_port(),
-                    grpc_port=free_port(), plugins=("python",))
+    return Settings(
+        model_repository=root,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+        plugins=("python",),
+    )
 
 
 def bytes_file(items: list[bytes]) -> bytes:
@@ -129,17 +135,25 @@ def repo(tmp_path: Path) -> Path:
 async def test_every_source_reaches_every_instance_in_order(repo: Path) -> None:
     floats = np.arange(6, dtype="<f4")
     body = (
-        "max_batch_size: 8\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n" + INPUTS
+        "max_batch_size: 8\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n"
+        + INPUTS
         + sample("zeros", 3, 2, "zero_data: true", "zero_data: true", "zero_data: true")
-        + sample("files", 1, 1, 'input_data_file: "f.bin"', "random_data: true", 'input_data_file: "nested/s.bin"')
+        + sample(
+            "files", 1, 1, 'input_data_file: "f.bin"', "random_data: true", 'input_data_file: "nested/s.bin"'
+        )
     )
     files = {"f.bin": floats.tobytes(), "nested/s.bin": bytes_file([b"hello", b""])}
     write_model(repo, "m", body, files)
     PLUGIN_REQUESTS["m"] = lambda version_dir, config: [
-        InferenceRequest("ignored", [Tensor.from_array("F", np.ones((1, 2, 3), np.float32)),
-                                     Tensor.from_array("I", np.ones((1, 4), np.int32)),
-                                     Tensor("S", "BYTES", (1, 2), np.array([[b"a", b"b"]], dtype=object))],
-                         id="from-plugin")
+        InferenceRequest(
+            "ignored",
+            [
+                Tensor.from_array("F", np.ones((1, 2, 3), np.float32)),
+                Tensor.from_array("I", np.ones((1, 4), np.int32)),
+                Tensor("S", "BYTES", (1, 2), np.array([[b"a", b"b"]], dtype=object)),
+            ],
+            id="from-plugin",
+        )
     ]
     async with InProcessServer(settings(repo), [WarmupPlugin]) as server:
         for instance in (0, 1):
@@ -148,7 +162,13 @@ async def test_every_source_reaches_every_instance_in_order(repo: Path) -> None:
             zeros, files_run, plugin_run = runs[0], runs[2], runs[3]
             f, i, s = (zeros.input(n) for n in ("F", "I", "S"))
             assert (f.datatype, f.shape, i.datatype, i.shape, s.datatype, s.shape) == (
-                "FP32", (3, 2, 3), "INT32", (3, 4), "BYTES", (3, 2))
+                "FP32",
+                (3, 2, 3),
+                "INT32",
+                (3, 4),
+                "BYTES",
+                (3, 2),
+            )
             assert not f.data.any() and not i.data.any() and s.data.tolist() == [[b"", b""]] * 3
             assert files_run.input("F").data.tolist() == [floats.reshape(2, 3).tolist()]
             assert files_run.input("F").data.dtype == np.float32
@@ -161,9 +181,15 @@ async def test_every_source_reaches_every_instance_in_order(repo: Path) -> None:
         assert entry["inference_count"] == 0 and entry["execution_count"] == 0  # not inferences
         assert entry["warmup_stats"]["count"] == 8 and entry["warmup_stats"]["ns"] > 0
         await server.context.dataplane.infer(
-            InferenceRequest("m", [Tensor.from_array("F", np.ones((1, 2, 3), np.float32)),
-                                   Tensor.from_array("I", np.ones((1, 4), np.int32)),
-                                   Tensor("S", "BYTES", (1, 2), np.array([[b"a", b"b"]], dtype=object))]))
+            InferenceRequest(
+                "m",
+                [
+                    Tensor.from_array("F", np.ones((1, 2, 3), np.float32)),
+                    Tensor.from_array("I", np.ones((1, 4), np.int32)),
+                    Tensor("S", "BYTES", (1, 2), np.array([[b"a", b"b"]], dtype=object)),
+                ],
+            )
+        )
         assert len(seen("m")) == 9  # the real request came after every warmup run
 
 
@@ -176,14 +202,32 @@ def _non_batching(source: str, dims: str = "[ 2 ]", key: str = "X", extra: str =
 
 
 BAD_SPECS = {
-    "missing file": (_non_batching('input_data_file: "nope.bin"'), "warmup sample 's1' input 'X': input_data_file 'nope.bin' is not a file"),
-    "wrong size": (_non_batching('input_data_file: "short.bin"'), "warmup sample 's1' input 'X': input_data_file 'short.bin' is 4 bytes, expected 8"),
-    "unknown input": (_non_batching("zero_data: true", key="Z"), "warmup sample 's1' input 'Z': the model has no such input"),
-    "outside the folder": (_non_batching('input_data_file: "../config.pbtxt"'), "warmup sample 's1' input 'X': input_data_file '../config.pbtxt' must be a path inside warmup/"),
-    "no data": (_non_batching(""), "warmup sample 's1' input 'X': needs zero_data, random_data or input_data_file"),
+    "missing file": (
+        _non_batching('input_data_file: "nope.bin"'),
+        "warmup sample 's1' input 'X': input_data_file 'nope.bin' is not a file",
+    ),
+    "wrong size": (
+        _non_batching('input_data_file: "short.bin"'),
+        "warmup sample 's1' input 'X': input_data_file 'short.bin' is 4 bytes, expected 8",
+    ),
+    "unknown input": (
+        _non_batching("zero_data: true", key="Z"),
+        "warmup sample 's1' input 'Z': the model has no such input",
+    ),
+    "outside the folder": (
+        _non_batching('input_data_file: "../config.pbtxt"'),
+        "warmup sample 's1' input 'X': input_data_file '../config.pbtxt' must be a path inside warmup/",
+    ),
+    "no data": (
+        _non_batching(""),
+        "warmup sample 's1' input 'X': needs zero_data, random_data or input_data_file",
+    ),
     "free dims": (_non_batching("zero_data: true", dims="[ -1 ]"), "dims [-1] must all be fixed sizes"),
     "wrong shape": (_non_batching("zero_data: true", dims="[ 3 ]"), "warmup sample 's1': "),
-    "batch of a non-batching model": (_non_batching("zero_data: true", extra="batch_size: 2"), "batch_size 2 is over 1"),
+    "batch of a non-batching model": (
+        _non_batching("zero_data: true", extra="batch_size: 2"),
+        "batch_size 2 is over 1",
+    ),
     "too many elements": (_non_batching("zero_data: true", dims="[ 100000, 100000 ]"), "element count"),
 }
 
@@ -209,7 +253,9 @@ async def test_a_failing_warmup_fails_the_load_and_a_reload_keeps_the_old_versio
             'backend: "recording"\nparameters { key: "fail_on" value { string_value: "s1" } }\n'
             + _non_batching("zero_data: true")
         )
-        with pytest.raises(ModelPlatformError, match="warmup sample 's1' failed on instance 0: the model refused"):
+        with pytest.raises(
+            ModelPlatformError, match="warmup sample 's1' failed on instance 0: the model refused"
+        ):
             await models.load("m")
         assert models.is_ready("m")  # the version that warmed up before keeps serving
         assert "warmup sample 's1' failed" in reason(server, "m")

@@ -108,9 +108,7 @@ def validate(document: dict[str, Any]) -> None:
     if key in CRD_SCHEMAS:
         errors = sorted(crd_validator(CRD_SCHEMAS[key]).iter_errors(document), key=str)
         if errors:
-            raise AssertionError(
-                "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5])
-            )
+            raise AssertionError("; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
         return
     for version in KUBERNETES_VERSIONS:
         kubernetes_validate.validate(document, version, strict=True)

@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 
 import grpc
+
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
@@ -81,9 +82,7 @@ class Adapter:
         return list(index.models)
 
     def load(self, model_id: str) -> None:
-        self.runtime.RepositoryModelLoad(
-            pb.RepositoryModelLoadRequest(model_name=model_id), timeout=90
-        )
+        self.runtime.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name=model_id), timeout=90)
 
     def unload(self, model_id: str) -> None:
         try:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from modelplatform.testing import free_port
 
 from ..http_wire import get_status
@@ -36,11 +37,7 @@ def _hadolint() -> str:
 def _instructions(name: str) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
     text = re.sub(r"\\\n\s*", " ", (ROOT / name).read_text())
-    lines = [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
 
 
@@ -50,9 +47,7 @@ def _ignored(path: str) -> bool:
         for p in (ROOT / ".containerignore").read_text().splitlines()
         if p.strip() and not p.startswith("#")
     ]
-    return any(
-        fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, p.removeprefix("**/")) for p in patterns
-    )
+    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, p.removeprefix("**/")) for p in patterns)
 
 
 @pytest.mark.parametrize("name", CONTAINERFILES)
@@ -88,9 +83,7 @@ def test_every_copied_path_is_in_the_build_context(name):
         *sources, _destination = arguments.split()
         for source in sources:
             assert (ROOT / source).exists(), f"{name} copies {source}, which does not exist"
-            assert not _ignored(source), (
-                f"{name} copies {source}, which .containerignore leaves out"
-            )
+            assert not _ignored(source), f"{name} copies {source}, which .containerignore leaves out"
 
 
 def test_the_context_leaves_out_what_the_image_does_not_need():
@@ -106,12 +99,9 @@ def test_gpu_image_builds_pycuda_with_a_compiler_and_runs_on_python():
     )
     assert "-devel-" in arguments["BUILD_BASE"] and "-runtime-" in arguments["RUN_BASE"]
     assert all(
-        p in build
-        for p in ("python3-dev", "g++", "requirements/gpu.txt", "import tensorrt, pycuda.driver")
+        p in build for p in ("python3-dev", "g++", "requirements/gpu.txt", "import tensorrt, pycuda.driver")
     )
-    assert (
-        "install -y --no-install-recommends python3" in run and "COPY --from=build /opt/venv" in run
-    )
+    assert "install -y --no-install-recommends python3" in run and "COPY --from=build /opt/venv" in run
     gpu_requirements = (ROOT / "requirements" / "gpu.txt").read_text()
     assert re.search(r"^tensorrt", gpu_requirements, re.MULTILINE) and re.search(
         r"^pycuda", gpu_requirements, re.MULTILINE
@@ -125,12 +115,8 @@ TEST_TAG = "localhost/modelplatform:test"
 
 
 def _podman(*args: str, timeout: float = 120) -> str:
-    done = subprocess.run(
-        ["podman", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    assert done.returncode == 0, (
-        f"podman {' '.join(args)}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    )
+    done = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"podman {' '.join(args)}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     return done.stdout.strip()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 import pytest
+
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc

@@ -95,10 +95,7 @@ def test_deployment_probes_ports_and_grace(overlay):
 def test_deployment_runs_unprivileged_on_a_read_only_root(overlay):
     spec = find(overlay, "Deployment")["spec"]["template"]["spec"]
     server = container(spec)
-    assert (
-        spec["securityContext"]["runAsNonRoot"] is True
-        and spec["securityContext"]["runAsUser"] != 0
-    )
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] != 0
     assert server["securityContext"]["readOnlyRootFilesystem"] is True
     assert server["securityContext"]["allowPrivilegeEscalation"] is False
     assert server["securityContext"]["capabilities"]["drop"] == ["ALL"]
@@ -151,9 +148,7 @@ def test_autoscaler_reads_the_adapter_rule_built_from_the_documented_query():
     config = yaml.safe_load(find("prometheus-adapter", "ConfigMap")["data"]["config.yaml"])
     (rule,) = config["rules"]
     assert rule["name"]["as"] == metric["pods"]["metric"]["name"] == "avg_time_queue_us"
-    per_pod = (
-        rule["metricsQuery"].replace("{<<.LabelMatchers>>}", "").replace(" by (<<.GroupBy>>)", "")
-    )
+    per_pod = rule["metricsQuery"].replace("{<<.LabelMatchers>>}", "").replace(" by (<<.GroupBy>>)", "")
     assert _normalised(per_pod) == _normalised(_documented_autoscaling_query())
     assert rule["seriesQuery"].startswith("nv_inference_queue_duration_us{")
 
@@ -169,9 +164,7 @@ def test_cluster_serving_runtime_protocols_formats_and_metrics(name):
     assert {"onnx", "tensorrt", "triton", "modelplatform"} <= formats
     args = serve_args(container(spec))
     assert flag(args, "--model-repository") == "/mnt/models"
-    assert (
-        spec["annotations"]["prometheus.kserve.io/port"] == flag(args, "--metrics-port") == "8002"
-    )
+    assert spec["annotations"]["prometheus.kserve.io/port"] == flag(args, "--metrics-port") == "8002"
     assert spec["annotations"]["prometheus.kserve.io/path"] == "/metrics"
     assert flag(args, "--http-port") == "8080"  # KServe's HTTP port; gRPC on 9000 (h2c)
     assert flag(args, "--grpc-port") == "9000"
@@ -191,9 +184,7 @@ def test_inference_services_name_an_s3_repository_and_outlast_the_drain(name):
     model = predictor["model"]
     assert model["storageUri"].startswith("s3://")
     runtime = find("kserve", "ClusterServingRuntime", model["runtime"])["spec"]
-    assert predictor["terminationGracePeriodSeconds"] > _drain_budget(
-        serve_args(container(runtime))
-    )
+    assert predictor["terminationGracePeriodSeconds"] > _drain_budget(serve_args(container(runtime)))
     assert model["modelFormat"]["name"] in {f["name"] for f in runtime["supportedModelFormats"]}
     if model["protocolVersion"].startswith("grpc"):
         assert [(p["name"], p["containerPort"]) for p in model["ports"]] == [("h2c", 9000)]

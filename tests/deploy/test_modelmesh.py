@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+
 from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 
@@ -63,10 +64,7 @@ def _runtime_args(models: Path, grpc_port: int, http_port: int, metrics_port: in
         "--http-port": http_port,
         "--metrics-port": metrics_port,
     }
-    return [
-        f"{a.split('=')[0]}={local[a.split('=')[0]]}" if a.split("=")[0] in local else a
-        for a in args
-    ]
+    return [f"{a.split('=')[0]}={local[a.split('=')[0]]}" if a.split("=")[0] in local else a for a in args]
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,8 @@ def request(
 def triton_grpc(grpc_url: str, code: str) -> Any:
     """Run ``code`` with ``client`` (tritonclient.grpc) and ``simple_inputs()`` bound in a child
     process (tritonclient.grpc cannot share one with our protos); it sets ``result``."""
-    script = textwrap.dedent(f"""
+    script = (
+        textwrap.dedent(f"""
         import json
         import numpy as np
         import tritonclient.grpc as grpcclient
@@ -53,7 +54,10 @@ def triton_grpc(grpc_url: str, code: str) -> Any:
             except InferenceServerException as error:
                 return [error.status(), error.message()]
         result = None
-    """) + textwrap.dedent(code) + "\nprint(json.dumps(result))\n"
+    """)
+        + textwrap.dedent(code)
+        + "\nprint(json.dumps(result))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -98,17 +98,24 @@ def _unary_error(url: str) -> str:
 
 def probe(url: str) -> dict:
     def words(client):
-        client.async_stream_infer("word_stream", [_text("one two three")], request_id="w",
-                                  enable_empty_final_response=True)
+        client.async_stream_infer(
+            "word_stream", [_text("one two three")], request_id="w", enable_empty_final_response=True
+        )
 
     def two_requests(client):
         for request_id, text in (("a", "a1 a2 a3"), ("b", "b1 b2")):
-            client.async_stream_infer("word_stream", [_text(text)], request_id=request_id,
-                                      parameters={"delay_ms": 5}, enable_empty_final_response=True)
+            client.async_stream_infer(
+                "word_stream",
+                [_text(text)],
+                request_id=request_id,
+                parameters={"delay_ms": 5},
+                enable_empty_final_response=True,
+            )
 
     def counter(client):
-        client.async_stream_infer("stream_counter", [_count(3)], request_id="c",
-                                  enable_empty_final_response=True)
+        client.async_stream_infer(
+            "stream_counter", [_count(3)], request_id="c", enable_empty_final_response=True
+        )
 
     def simple(client):
         inputs = []

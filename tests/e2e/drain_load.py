@@ -94,7 +94,10 @@ def http_probe(port: int, client: str, path: str) -> None:
 
 def grpc_client(port: int, client: str) -> None:
     triton = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
-    inputs = [grpcclient.InferInput("INPUT0", [1, 16], "INT32"), grpcclient.InferInput("INPUT1", [1, 16], "INT32")]
+    inputs = [
+        grpcclient.InferInput("INPUT0", [1, 16], "INT32"),
+        grpcclient.InferInput("INPUT1", [1, 16], "INT32"),
+    ]
     inputs[0].set_data_from_numpy(np.arange(16, dtype=np.int32).reshape(1, 16))
     inputs[1].set_data_from_numpy(np.ones((1, 16), dtype=np.int32))
 

@@ -12,12 +12,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-
 from ..conftest import MODEL_REPOSITORY
 from ..http_wire import binary_infer, peak_rss, reset_peak, status_bytes  # noqa: F401 - the shm tests import them from here
 
 #: Sleeps before answering its input: a request that is still in flight when the test acts.
-SLOW_MODEL = '''
+SLOW_MODEL = """
 import asyncio
 
 
@@ -25,7 +24,7 @@ class Model:
     async def infer(self, inputs):
         await asyncio.sleep(2.0)
         return {"OUTPUT0": inputs["INPUT0"] * 1}
-'''
+"""
 
 
 def repository_with_slow_model(folder: Path) -> Path:

@@ -16,8 +16,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from modelplatform.testing import ServerProcess
 from modelplatform_grps.protos import grps_pb2_grpc
 from modelplatform_grps.protos.grps_pb2 import GrpsMessage
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 
 from ..conftest import MODEL_REPOSITORY
 from .access_clients import SIMPLE_BODY, grpc_code, request, triton_grpc
@@ -33,16 +33,29 @@ def sha256(text: str) -> str:
 def keys_toml(*entries: tuple[str, str, list[str], list[str] | None]) -> str:
     lines = []
     for name, key, categories, models in entries:
-        lines += ["[[keys]]", f'name = "{name}"', f'sha256 = "{sha256(key)}"', f"categories = {json.dumps(categories)}"]
+        lines += [
+            "[[keys]]",
+            f'name = "{name}"',
+            f'sha256 = "{sha256(key)}"',
+            f"categories = {json.dumps(categories)}",
+        ]
         if models is not None:
             lines.append(f"models = {json.dumps(models)}")
     return "\n".join(lines) + "\n"
 
 
 #: grps predict of simple (INPUT0 = INPUT1 = ones: OUTPUT0 = twos), as JSON.
-GRPS_SIMPLE = json.dumps({"model": "simple", "gtensors": {"tensors": [
-    {"name": name, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": [1] * 16} for name in ("INPUT0", "INPUT1")
-]}}).encode()
+GRPS_SIMPLE = json.dumps(
+    {
+        "model": "simple",
+        "gtensors": {
+            "tensors": [
+                {"name": name, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": [1] * 16}
+                for name in ("INPUT0", "INPUT1")
+            ]
+        },
+    }
+).encode()
 
 
 def _grps_message(body: bytes) -> bytes:
@@ -53,7 +66,12 @@ def _grps_message(body: bytes) -> bytes:
 
 
 BATCH_ENTRY = ("batch-jobs", BATCH, ["inference", "metadata"], ["simple"])
-OPS_ENTRY = ("ops", OPS, ["metadata", "statistics", "metrics", "admin", "model-repository", "model-config"], None)
+OPS_ENTRY = (
+    "ops",
+    OPS,
+    ["metadata", "statistics", "metrics", "admin", "model-repository", "model-config"],
+    None,
+)
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -88,7 +106,10 @@ def test_a_key_works_as_bearer_and_as_x_api_key(server: ServerProcess) -> None:
     for path in ("/v2/models/simple/infer", "/v2/models/simple/infer?via=sanic"):
         assert request(server.http_port, "POST", path, SIMPLE_BODY, bearer(BATCH))[0] == 200
         assert request(server.http_port, "POST", path, SIMPLE_BODY, {"x-api-key": BATCH})[0] == 200
-        assert request(server.http_port, "POST", path, SIMPLE_BODY, {"Authorization": f"bearer {BATCH}"})[0] == 200
+        assert (
+            request(server.http_port, "POST", path, SIMPLE_BODY, {"Authorization": f"bearer {BATCH}"})[0]
+            == 200
+        )
     with httpclient.InferenceServerClient(server.http_url) as client:
         assert client.get_model_metadata("simple", headers=bearer(BATCH))["name"] == "simple"
         assert client.is_server_ready()  # health stays open for probes (--api-keys-open-health)
@@ -97,7 +118,10 @@ def test_a_key_works_as_bearer_and_as_x_api_key(server: ServerProcess) -> None:
 def test_a_known_key_outside_its_scope_is_403(server: ServerProcess) -> None:
     port = server.http_port
     status, _, body = request(port, "GET", "/v2/models/stats", headers=bearer(BATCH))
-    assert (status, json.loads(body)) == (403, {"error": "API key 'batch-jobs' may not call 'statistics' APIs"})
+    assert (status, json.loads(body)) == (
+        403,
+        {"error": "API key 'batch-jobs' may not call 'statistics' APIs"},
+    )
     status, _, body = request(port, "POST", "/v2/models/other/infer", SIMPLE_BODY, bearer(BATCH))
     assert (status, json.loads(body)) == (403, {"error": "API key 'batch-jobs' may not use model 'other'"})
     assert request(port, "GET", "/v2/models/simple/config", headers=bearer(BATCH))[0] == 403  # model-config
@@ -122,7 +146,10 @@ def test_grps_rest_answers_in_its_own_shape(server: ServerProcess) -> None:
     status, _, body = request(port, "GET", "/grps/v1/health/offline")
     assert status == 401 and json.loads(body)["status"]["code"] == 401
     status, _, body = request(port, "GET", "/grps/v1/health/offline", headers=bearer(BATCH))
-    assert status == 403 and json.loads(body)["status"]["msg"] == "API key 'batch-jobs' may not call 'admin' APIs"
+    assert (
+        status == 403
+        and json.loads(body)["status"]["msg"] == "API key 'batch-jobs' may not call 'admin' APIs"
+    )
     assert request(port, "GET", "/grps/v1/health/online", headers=bearer(OPS))[0] == 200
     assert request(port, "GET", "/grps/v1/health/live")[0] == 200
 
@@ -136,8 +163,13 @@ def test_grps_checks_the_model_its_body_or_route_names_against_the_keys_models(s
     for model in ("identity_fp32", "no_such_model"):  # 403 before the name is looked up: no probing
         other = GRPS_SIMPLE.replace(b'"simple"', f'"{model}"'.encode())
         status, _, body = request(port, "POST", "/grps/v1/infer/predict", other, bearer(BATCH))
-        assert status == 403 and json.loads(body)["status"]["msg"] == f"API key 'batch-jobs' may not use model '{model}'"
-    status, _, body = request(port, "POST", "/stream_counter/count", b"3", bearer(BATCH))  # stream_counter's route
+        assert (
+            status == 403
+            and json.loads(body)["status"]["msg"] == f"API key 'batch-jobs' may not use model '{model}'"
+        )
+    status, _, body = request(
+        port, "POST", "/stream_counter/count", b"3", bearer(BATCH)
+    )  # stream_counter's route
     assert status == 403 and b"may not use model 'stream_counter'" in body
 
 
@@ -150,7 +182,9 @@ def test_metrics_need_a_key_with_the_metrics_category(server: ServerProcess) -> 
 
 
 def test_tritonclient_grpc_with_keys(server: ServerProcess) -> None:
-    result = triton_grpc(server.grpc_url, f"""
+    result = triton_grpc(
+        server.grpc_url,
+        f"""
         batch = {{"authorization": "Bearer {BATCH}"}}
         result = [
             outcome(lambda: client.infer("simple", simple_inputs(), headers=batch)),
@@ -160,16 +194,22 @@ def test_tritonclient_grpc_with_keys(server: ServerProcess) -> None:
             outcome(lambda: client.get_inference_statistics("simple", headers=batch)),
             outcome(lambda: client.is_server_live()),
         ]
-    """)
+    """,
+    )
     assert result[0] == "OK"
     assert result[1][0] == result[2][0] == "StatusCode.UNAUTHENTICATED"
     assert result[3] == ["StatusCode.PERMISSION_DENIED", "API key 'batch-jobs' may not use model 'other'"]
-    assert result[4] == ["StatusCode.PERMISSION_DENIED", "API key 'batch-jobs' may not call 'statistics' APIs"]
+    assert result[4] == [
+        "StatusCode.PERMISSION_DENIED",
+        "API key 'batch-jobs' may not call 'statistics' APIs",
+    ]
     assert result[5] == "OK"  # health is open for probes
 
 
 def test_a_stream_checks_each_message_against_the_keys_models(server: ServerProcess) -> None:
-    result = triton_grpc(server.grpc_url, f"""
+    result = triton_grpc(
+        server.grpc_url,
+        f"""
         import queue
         answers = queue.Queue()
         def collect(result, error):
@@ -187,7 +227,8 @@ def test_a_stream_checks_each_message_against_the_keys_models(server: ServerProc
             return seen
         batch = {{"authorization": "Bearer {BATCH}"}}
         result = [stream(batch, ["simple", "simple", "other"]), stream({{}}, ["simple"])]
-    """)
+    """,
+    )
     allowed, refused = result
     assert allowed[:2] == ["OK", "OK"]
     assert "API key 'batch-jobs' may not use model 'other'" in allowed[2][1]
@@ -208,14 +249,19 @@ def test_tfserving_and_grps_grpc_and_health_with_keys(channel: grpc.Channel) -> 
     allowed = stub.Predict(GrpsMessage.FromString(_grps_message(GRPS_SIMPLE)), metadata=batch, timeout=10)
     assert allowed.status.code == 200 and list(allowed.gtensors.tensors[0].flat_int32) == [2] * 16
     other = stub.Predict(GrpsMessage(model="identity_fp32", str_data="x"), metadata=batch, timeout=10)
-    assert (other.status.code, other.status.msg) == (403, "API key 'batch-jobs' may not use model 'identity_fp32'")
+    assert (other.status.code, other.status.msg) == (
+        403,
+        "API key 'batch-jobs' may not use model 'identity_fp32'",
+    )
     health = health_pb2_grpc.HealthStub(channel)
     reply = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
 def test_the_log_names_the_key_never_the_key_itself(server: ServerProcess) -> None:
-    bad = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 3], "datatype": "INT32", "data": [1, 2, 3]}]})
+    bad = json.dumps(
+        {"inputs": [{"name": "INPUT0", "shape": [1, 3], "datatype": "INT32", "data": [1, 2, 3]}]}
+    )
     assert request(server.http_port, "POST", "/v2/models/simple/infer", bad.encode(), bearer(BATCH))[0] == 400
     failed = [line for line in server.log().splitlines() if "request_failed" in line and "simple" in line]
     assert any("batch-jobs" in line and "api_key" in line for line in failed), failed

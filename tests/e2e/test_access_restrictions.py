@@ -17,8 +17,8 @@ from tritonclient.utils import InferenceServerException
 from modelplatform.testing import ServerProcess
 from modelplatform_grps.protos import grps_pb2_grpc
 from modelplatform_grps.protos.grps_pb2 import GrpsMessage
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 
 from ..conftest import MODEL_REPOSITORY
 from .access_clients import SIMPLE_BODY, grpc_code, request, triton_grpc
@@ -105,7 +105,9 @@ def test_metrics_are_restricted_on_the_http_port_and_the_metrics_port(server: Se
 
 
 def test_tritonclient_grpc_gets_tritons_answer(server: ServerProcess) -> None:
-    result = triton_grpc(server.grpc_url, """
+    result = triton_grpc(
+        server.grpc_url,
+        """
         result = [
             outcome(lambda: client.infer("simple", simple_inputs())),
             outcome(lambda: client.infer("simple", simple_inputs(),
@@ -114,12 +116,15 @@ def test_tritonclient_grpc_gets_tritons_answer(server: ServerProcess) -> None:
             outcome(lambda: client.is_server_live(headers={"triton-grpc-protocol-health-key": "health-secret"})),
             outcome(lambda: client.get_model_metadata("simple")),
         ]
-    """)
+    """,
+    )
     expected = "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'"
     assert result[0] == ["StatusCode.UNAVAILABLE", expected]
     assert result[1] == "OK"
-    assert result[2] == ["StatusCode.UNAVAILABLE",
-                         "This protocol is restricted, expecting header 'triton-grpc-protocol-health-key'"]
+    assert result[2] == [
+        "StatusCode.UNAVAILABLE",
+        "This protocol is restricted, expecting header 'triton-grpc-protocol-health-key'",
+    ]
     assert result[3] == "OK" and result[4] == "OK"  # metadata is not restricted on gRPC
 
 
@@ -127,7 +132,9 @@ def test_grpc_health_v1_is_restricted_with_the_health_category(channel: grpc.Cha
     health = health_pb2_grpc.HealthStub(channel)
     check = health_pb2.HealthCheckRequest(service="")
     assert grpc_code(health.Check, check, timeout=10) == "UNAVAILABLE"
-    assert health.Check(check, metadata=GRPC_HEALTH, timeout=10).status == health_pb2.HealthCheckResponse.SERVING
+    assert (
+        health.Check(check, metadata=GRPC_HEALTH, timeout=10).status == health_pb2.HealthCheckResponse.SERVING
+    )
 
 
 def test_tfserving_grpc_is_restricted_by_category(channel: grpc.Channel) -> None:

@@ -85,7 +85,9 @@ def test_two_instances_share_the_load(server):
     answers = burst(server.http_port, "sleep_2ms_x2")
     assert [a["OUTPUT0"] for a in answers] == [[float(i)] for i in range(REQUESTS)]
     assert all(a["BATCH_ROWS"] == [1] for a in answers)  # no batcher: one request per call
-    instances = {i["instance"]: i["execution_count"] for i in stats(server.http_port, "sleep_2ms_x2")["instance_stats"]}
+    instances = {
+        i["instance"]: i["execution_count"] for i in stats(server.http_port, "sleep_2ms_x2")["instance_stats"]
+    }
     assert set(instances) == {0, 1} and sum(instances.values()) == REQUESTS
 
 
@@ -108,7 +110,9 @@ def test_rest_dialect_bench_body_is_answered_with_the_expected_outputs(server, b
 
 
 def test_bench_body_check_fails_on_a_refused_body_and_on_wrong_outputs(server) -> None:
-    unknown_model = dataclasses.replace(rest_dialects.GRPS, body=rest_dialects.GRPS.body.replace(b"simple", b"nope"))
+    unknown_model = dataclasses.replace(
+        rest_dialects.GRPS, body=rest_dialects.GRPS.body.replace(b"simple", b"nope")
+    )
     with pytest.raises(rest_dialects.BodyRejected, match="answered 404"):
         rest_dialects.check(unknown_model, "127.0.0.1", server.http_port)
     swapped = rest_dialects.TFSERVING.body.replace(b"INPUT0", b"SWAP").replace(b"INPUT1", b"INPUT0")

@@ -26,8 +26,9 @@ TWOS = np.full((1, 16), 2, dtype=np.int32)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     repository = make_repository(tmp_path_factory.mktemp("bls"))
-    with ServerProcess("--model-repository", str(repository), "--model-control-mode", "explicit",
-                       "--load-model", "*") as process:
+    with ServerProcess(
+        "--model-repository", str(repository), "--model-control-mode", "explicit", "--load-model", "*"
+    ) as process:
         yield process
 
 
@@ -38,8 +39,10 @@ def client(server):
 
 
 def _pair(a: np.ndarray, b: np.ndarray) -> list:
-    inputs = [httpclient.InferInput("INPUT0", list(a.shape), "INT32"),
-              httpclient.InferInput("INPUT1", list(b.shape), "INT32")]
+    inputs = [
+        httpclient.InferInput("INPUT0", list(a.shape), "INT32"),
+        httpclient.InferInput("INPUT1", list(b.shape), "INT32"),
+    ]
     inputs[0].set_data_from_numpy(a)
     inputs[1].set_data_from_numpy(b)
     return inputs
@@ -59,7 +62,9 @@ def test_triton_bls_exec_over_tritonclient_http(client):
 
 
 def test_triton_bls_exec_over_tritonclient_grpc(server):
-    result = grpc_client(server.grpc_url, """
+    result = grpc_client(
+        server.grpc_url,
+        """
         import numpy as np
         a = np.arange(16, dtype=np.int32).reshape(1, 16)
         inputs = [grpcclient.InferInput("INPUT0", [1, 16], "INT32"), grpcclient.InferInput("INPUT1", [1, 16], "INT32")]
@@ -67,7 +72,8 @@ def test_triton_bls_exec_over_tritonclient_grpc(server):
         inputs[1].set_data_from_numpy(a)
         answer = client.infer("bls_simple", inputs)
         result = [answer.as_numpy("OUTPUT0").tolist(), answer.as_numpy("OUTPUT1").tolist()]
-    """)
+    """,
+    )
     assert result == [[[20 * i for i in range(16)]], [[0] * 16]]
 
 
@@ -114,7 +120,11 @@ def test_bls_reads_a_triton_decoupled_model_through_its_response_sender(client):
     text = httpclient.InferInput("TEXT", [1], "BYTES")
     text.set_data_from_numpy(np.array([b"one two three"], dtype=np.object_))
     result = client.infer("bls_words", [text])
-    assert [w.decode() if isinstance(w, bytes) else w for w in result.as_numpy("WORDS")] == ["one", "two", "three"]
+    assert [w.decode() if isinstance(w, bytes) else w for w in result.as_numpy("WORDS")] == [
+        "one",
+        "two",
+        "three",
+    ]
 
 
 def test_a_process_instance_refuses_nested_calls_clearly(client):

@@ -131,7 +131,9 @@ def test_an_ensemble_streams_each_answer_of_its_decoupled_step_through_the_next(
     """count_forever_pipeline: each count of its decoupled step, times ten by its second step."""
     with grpc.insecure_channel(streaming_server.grpc_url) as channel:
         stub = pb_grpc.GRPCInferenceServiceStub(channel)
-        call = stub.ModelStreamInfer(iter([_stream_request("count_forever_pipeline", tmp_path / "p.txt")]), timeout=60)
+        call = stub.ModelStreamInfer(
+            iter([_stream_request("count_forever_pipeline", tmp_path / "p.txt")]), timeout=60
+        )
         replies = [next(call) for _ in range(3)]
         call.cancel()
         unary = _stream_request("count_forever_pipeline", tmp_path / "never.txt")

@@ -43,7 +43,10 @@ def test_requests_on_one_stream_each_get_their_responses_in_order(probe):
 
 def test_a_generator_model_streams_each_yield(probe):
     assert [(s["value"], s["final"]) for s in probe["counter"]] == [
-        ([1], False), ([2], False), ([3], False), (None, True)
+        ([1], False),
+        ([2], False),
+        ([3], False),
+        (None, True),
     ]
 
 
@@ -66,6 +69,5 @@ def test_an_error_response_of_a_decoupled_model_arrives_in_band(probe):
 
 def test_modelinfer_to_a_decoupled_model_gets_tritons_error(probe):
     assert probe["unary"] == (
-        "StatusCode.UNIMPLEMENTED "
-        "ModelInfer RPC doesn't support models with decoupled transaction policy"
+        "StatusCode.UNIMPLEMENTED ModelInfer RPC doesn't support models with decoupled transaction policy"
     )

@@ -47,7 +47,7 @@ input [ { name: "SECONDS" data_type: TYPE_FP32 dims: [ 1 ] } ]
 output [ { name: "SLEPT" data_type: TYPE_FP32 dims: [ 1 ] } ]
 instance_group [ { count: 8 } ]
 """
-SLEEPY_MODEL = '''
+SLEEPY_MODEL = """
 import time
 
 
@@ -55,7 +55,7 @@ class Model:
     def infer(self, inputs):
         time.sleep(float(inputs["SECONDS"][0]))
         return {"SLEPT": inputs["SECONDS"]}
-'''
+"""
 
 
 def drained(*args: str) -> tuple[str, ...]:
@@ -88,7 +88,6 @@ def wait_ready(port: int, limit: float = 60) -> None:
             return
         time.sleep(0.1)
     raise AssertionError("server never became ready")
-
 
 
 class Load:
@@ -131,7 +130,9 @@ def first_not_ready(records: list[dict[str, Any]], client: str, ready: str) -> d
 
 
 def test_sigterm_under_load_drops_nothing_sent_before_readiness_turned_false():
-    with ServerProcess(*drained("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple")) as server:
+    with ServerProcess(
+        *drained("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple")
+    ) as server:
         wait_ready(server.http_port)
         load = Load(server)
         try:
@@ -252,7 +253,9 @@ def test_slow_calls_finish_within_the_timeout_and_the_rest_end_unavailable(sleep
 
 
 def test_an_idle_keep_alive_connection_is_served_through_the_drain_delay():
-    with ServerProcess(*drained("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple")) as server:
+    with ServerProcess(
+        *drained("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple")
+    ) as server:
         wait_ready(server.http_port)
         connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
         answers = []
@@ -274,7 +277,9 @@ def test_an_idle_keep_alive_connection_is_served_through_the_drain_delay():
 
 
 def test_a_second_signal_exits_at_once(sleepy_repository):
-    with ServerProcess(*drained("--model-repository", str(sleepy_repository), "--exit-timeout-secs", "60")) as server:
+    with ServerProcess(
+        *drained("--model-repository", str(sleepy_repository), "--exit-timeout-secs", "60")
+    ) as server:
         wait_ready(server.http_port)
         endless = Background(http_sleep, server.http_port, 60.0)
         time.sleep(0.5)
@@ -297,7 +302,9 @@ def test_every_worker_drains(sleepy_repository):
         time.sleep(0.5)
         signalled = terminate(server)
         time.sleep(0.5)
-        readiness = {get(server.http_port, "/v2/health/ready") for _ in range(8)}  # fresh connections: either worker
+        readiness = {
+            get(server.http_port, "/v2/health/ready") for _ in range(8)
+        }  # fresh connections: either worker
         liveness = {get(server.http_port, "/v2/health/live") for _ in range(8)}
         served_in_delay = {http_sleep(server.http_port, 0.0)[0] for _ in range(8)}
         code, exit_secs = wait_exit(server, DELAY + TIMEOUT + EXIT_MARGIN)

@@ -9,7 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 def _infer(server, model: str, value: float) -> dict:
     doc = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 1], "data": [value]}]}
-    request = urllib.request.Request(f"http://{server.http_url}/v2/models/{model}/infer", data=json.dumps(doc).encode())
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/{model}/infer", data=json.dumps(doc).encode()
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         outputs = json.loads(response.read())["outputs"]
     return {o["name"]: o["data"] for o in outputs}

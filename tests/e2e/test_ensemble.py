@@ -33,8 +33,9 @@ def repository(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(repository):
-    with ServerProcess("--model-repository", str(repository), "--model-control-mode", "explicit",
-                       "--load-model", "*") as process:
+    with ServerProcess(
+        "--model-repository", str(repository), "--model-control-mode", "explicit", "--load-model", "*"
+    ) as process:
         yield process
 
 
@@ -45,8 +46,10 @@ def client(server):
 
 
 def _pair(client_module, a: np.ndarray, b: np.ndarray) -> list:
-    inputs = [client_module.InferInput("INPUT0", list(a.shape), "INT32"),
-              client_module.InferInput("INPUT1", list(b.shape), "INT32")]
+    inputs = [
+        client_module.InferInput("INPUT0", list(a.shape), "INT32"),
+        client_module.InferInput("INPUT1", list(b.shape), "INT32"),
+    ]
     inputs[0].set_data_from_numpy(a)
     inputs[1].set_data_from_numpy(b)
     return inputs
@@ -73,7 +76,9 @@ def test_tritonclient_http_binary_outputs_and_one_requested_output(client):
 
 
 def test_tritonclient_grpc_runs_the_ensemble(server):
-    result = grpc_client(server.grpc_url, """
+    result = grpc_client(
+        server.grpc_url,
+        """
         import numpy as np
         a = np.arange(16, dtype=np.int32).reshape(1, 16)
         inputs = [grpcclient.InferInput("INPUT0", [1, 16], "INT32"), grpcclient.InferInput("INPUT1", [1, 16], "INT32")]
@@ -83,7 +88,8 @@ def test_tritonclient_grpc_runs_the_ensemble(server):
         config = client.get_model_config("simple_ensemble", as_json=True)["config"]
         result = [answer.as_numpy("OUTPUT0").tolist(), answer.as_numpy("OUTPUT1").tolist(),
                   config["platform"], [s["model_name"] for s in config["ensemble_scheduling"]["step"]]]
-    """)
+    """,
+    )
     row = list(range(16))
     assert result[0] == [[2 * x for x in row]]
     assert result[1] == [[6 * x for x in row]]
@@ -102,10 +108,16 @@ def test_grps_predict_targets_the_ensemble(server):
     def tensor(name: str, values: list[int]) -> dict:
         return {"name": name, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": values}
 
-    body = {"model": "simple_ensemble",
-            "gtensors": {"tensors": [tensor("INPUT0", list(range(16))), tensor("INPUT1", [5] * 16)]}}
-    status, answer = post(server.http_url, "/grps/v1/infer/predict", json.dumps(body).encode(),
-                          {"Content-Type": "application/json"})
+    body = {
+        "model": "simple_ensemble",
+        "gtensors": {"tensors": [tensor("INPUT0", list(range(16))), tensor("INPUT1", [5] * 16)]},
+    }
+    status, answer = post(
+        server.http_url,
+        "/grps/v1/infer/predict",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
     assert status == 200, answer
     outputs = {t["name"]: t["flat_int32"] for t in answer["gtensors"]["tensors"]}
     assert outputs["OUTPUT0"] == [2 * i for i in range(16)]
@@ -147,27 +159,46 @@ def test_a_bad_input_is_a_400_naming_the_tensor(client):
 BAD = {
     "unmapped ensemble input": (
         ensemble_json(["IN", "EXTRA"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
-        ["ensemble input 'EXTRA'", "not mapped"]),
+        ["ensemble input 'EXTRA'", "not mapped"],
+    ),
     "unmapped step input": (
         ensemble_json(["IN"], ["OUT"], [step("simple", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
-        ["step 0 ('simple')", "model input 'INPUT1' is not mapped"]),
+        ["step 0 ('simple')", "model input 'INPUT1' is not mapped"],
+    ),
     "unknown tensor": (
         ensemble_json(["IN"], ["OUT"], [step("tenfold", {"INPUT0": "NOWHERE"}, {"OUTPUT0": "OUT"})]),
-        ["step 0 ('tenfold')", "'NOWHERE'", "neither an ensemble input"]),
+        ["step 0 ('tenfold')", "'NOWHERE'", "neither an ensemble input"],
+    ),
     "tensor produced twice": (
-        ensemble_json(["IN"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"}),
-                                        step("double_slow", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
-        ["tensor 'OUT' is produced twice", "step 0 ('tenfold')", "step 1 ('double_slow')"]),
+        ensemble_json(
+            ["IN"],
+            ["OUT"],
+            [
+                step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"}),
+                step("double_slow", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"}),
+            ],
+        ),
+        ["tensor 'OUT' is produced twice", "step 0 ('tenfold')", "step 1 ('double_slow')"],
+    ),
     "unknown step model": (
         ensemble_json(["IN"], ["OUT"], [step("no_such_model", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
-        ["step 0 ('no_such_model')", "model 'no_such_model' is not available"]),
+        ["step 0 ('no_such_model')", "model 'no_such_model' is not available"],
+    ),
     "cycle": (
-        ensemble_json(["IN"], ["OUT"], [step("simple", {"INPUT0": "IN", "INPUT1": "B"}, {"OUTPUT0": "A", "OUTPUT1": "OUT"}),
-                                        step("tenfold", {"INPUT0": "A"}, {"OUTPUT0": "B"})]),
-        ["cycle", "step 0 ('simple')", "step 1 ('tenfold')"]),
+        ensemble_json(
+            ["IN"],
+            ["OUT"],
+            [
+                step("simple", {"INPUT0": "IN", "INPUT1": "B"}, {"OUTPUT0": "A", "OUTPUT1": "OUT"}),
+                step("tenfold", {"INPUT0": "A"}, {"OUTPUT0": "B"}),
+            ],
+        ),
+        ["cycle", "step 0 ('simple')", "step 1 ('tenfold')"],
+    ),
     "unknown output of the step model": (
         ensemble_json(["IN"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"NOPE": "OUT"})]),
-        ["step 0 ('tenfold')", "output_map names 'NOPE'"]),
+        ["step 0 ('tenfold')", "output_map names 'NOPE'"],
+    ),
 }
 
 
@@ -182,13 +213,23 @@ def test_a_bad_wiring_fails_the_load_naming_step_and_tensor(server, case):
     assert index(server.http_url)["bad_ensemble"]["state"] == "READY"  # the good one kept serving
 
 
-def test_a_model_is_not_unloaded_while_an_ensemble_using_it_has_a_request_in_flight(server, client, repository):
+def test_a_model_is_not_unloaded_while_an_ensemble_using_it_has_a_request_in_flight(
+    server, client, repository
+):
     answers: list = []
     started = repository / "double_slower" / "1" / "started"  # its first step touches it
     started.unlink(missing_ok=True)
-    request = threading.Thread(target=lambda: answers.append(
-        post(server.http_url, "/v2/models/slow_chain/infer", json.dumps(
-            {"inputs": [{"name": "IN", "shape": [1], "datatype": "FP32", "data": [1.5]}]}).encode())))
+    request = threading.Thread(
+        target=lambda: answers.append(
+            post(
+                server.http_url,
+                "/v2/models/slow_chain/infer",
+                json.dumps(
+                    {"inputs": [{"name": "IN", "shape": [1], "datatype": "FP32", "data": [1.5]}]}
+                ).encode(),
+            )
+        )
+    )
     request.start()
     deadline = time.monotonic() + 30
     while not started.exists() and time.monotonic() < deadline:
@@ -220,10 +261,13 @@ def test_unload_dependents_unloads_the_ensembles_that_use_the_model(server, clie
 
 
 def test_unload_dependents_over_grpc(server, client):
-    grpc_client(server.grpc_url, """
+    grpc_client(
+        server.grpc_url,
+        """
         client.unload_model("simple", unload_dependents=True)
         result = True
-    """)
+    """,
+    )
     states = index(server.http_url)
     assert states["simple"]["state"] == "UNAVAILABLE" and states["simple_ensemble"]["state"] == "UNAVAILABLE"
     client.load_model("simple_ensemble")

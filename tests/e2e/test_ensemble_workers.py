@@ -36,7 +36,7 @@ from ..plugins.ensemble.models import (
 from .test_workers import CONNECTIONS, request, statuses, wait_ready
 
 #: OUTPUT0 = INPUT0 and the pid of the worker that ran it.
-WHOAMI_PY = '''
+WHOAMI_PY = """
 import os
 
 import numpy as np
@@ -45,9 +45,9 @@ import numpy as np
 class Model:
     def infer(self, inputs):
         return {"OUTPUT0": inputs["INPUT0"], "PID": np.array([os.getpid()], dtype=np.int64)}
-'''
+"""
 WHOAMI_CONFIG = (
-    'max_batch_size: 0\n'
+    "max_batch_size: 0\n"
     'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
     'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] },'
     ' { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] } ]\n'
@@ -58,13 +58,15 @@ TAGGED = {
     "max_batch_size": 0,
     "input": [fp32("IN")],
     "output": [fp32("OUT"), {"name": "PID", "data_type": "TYPE_INT64", "dims": [1]}],
-    "ensemble_scheduling": {"step": [
-        step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
-        step("whoami", {"INPUT0": "MID"}, {"OUTPUT0": "OUT", "PID": "PID"}),
-    ]},
+    "ensemble_scheduling": {
+        "step": [
+            step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
+            step("whoami", {"INPUT0": "MID"}, {"OUTPUT0": "OUT", "PID": "PID"}),
+        ]
+    },
 }
 #: OUTPUT0 = 2 * INPUT0 after 1.5 s; marks its start with a file (both workers share the folder).
-SLOW_DOUBLE_PY = '''
+SLOW_DOUBLE_PY = """
 import time
 from pathlib import Path
 
@@ -77,12 +79,12 @@ class Model:
         (self.folder / f"started-{float(inputs['INPUT0'].reshape(-1)[0])}").touch()
         time.sleep(1.5)
         return {"OUTPUT0": inputs["INPUT0"] * 2}
-'''
+"""
 SLOW_DOUBLE_CONFIG = (
-    'max_batch_size: 0\n'
+    "max_batch_size: 0\n"
     'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
     'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
-    'instance_group [ { count: 8 kind: KIND_CPU } ]\n'
+    "instance_group [ { count: 8 kind: KIND_CPU } ]\n"
 )
 ROW = np.arange(16, dtype=np.int32).reshape(1, 16)
 ONES = np.ones((1, 16), dtype=np.int32)
@@ -96,20 +98,41 @@ def make_repository(root: Path) -> Path:
     ensemble_model(root, "tagged", TAGGED)
     python_model(root, "double_slow", SLOW_DOUBLE_PY, SLOW_DOUBLE_CONFIG)
     scale_model(root, "fivefold", 5.0)
-    ensemble_model(root, "slow_chain", ensemble_json(
-        ["IN"], ["OUT"],
-        [step("double_slow", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
-         step("fivefold", {"INPUT0": "MID"}, {"OUTPUT0": "OUT"})]))
-    ensemble_model(root, "overridden", ensemble_json(
-        ["IN"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]))
+    ensemble_model(
+        root,
+        "slow_chain",
+        ensemble_json(
+            ["IN"],
+            ["OUT"],
+            [
+                step("double_slow", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
+                step("fivefold", {"INPUT0": "MID"}, {"OUTPUT0": "OUT"}),
+            ],
+        ),
+    )
+    ensemble_model(
+        root,
+        "overridden",
+        ensemble_json(["IN"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
+    )
     return root
 
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory) -> Iterator[ServerProcess]:
     repository = make_repository(tmp_path_factory.mktemp("ensembles"))
-    args = ("--model-repository", str(repository), "--workers", "2",
-            "--model-control-mode", "explicit", "--load-model", "tagged", "--load-model", "slow_chain")
+    args = (
+        "--model-repository",
+        str(repository),
+        "--workers",
+        "2",
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "tagged",
+        "--load-model",
+        "slow_chain",
+    )
     with ServerProcess(*args) as server:
         wait_ready(server)
         server.repository = repository
@@ -117,13 +140,16 @@ def workers(tmp_path_factory) -> Iterator[ServerProcess]:
 
 
 def tagged_body(values: list[float]) -> bytes:
-    return json.dumps({"inputs": [{"name": "IN", "datatype": "FP32", "shape": [len(values)],
-                                   "data": values}]}).encode()
+    return json.dumps(
+        {"inputs": [{"name": "IN", "datatype": "FP32", "shape": [len(values)], "data": values}]}
+    ).encode()
 
 
 def simple_body() -> bytes:
-    tensors = [{"name": name, "datatype": "INT32", "shape": [1, 16], "data": data}
-               for name, data in (("INPUT0", ROW.ravel().tolist()), ("INPUT1", ONES.ravel().tolist()))]
+    tensors = [
+        {"name": name, "datatype": "INT32", "shape": [1, 16], "data": data}
+        for name, data in (("INPUT0", ROW.ravel().tolist()), ("INPUT1", ONES.ravel().tolist()))
+    ]
     return json.dumps({"inputs": tensors}).encode()
 
 
@@ -154,15 +180,18 @@ def simple_request() -> pb.ModelInferRequest:
 
 def raw_outputs(reply: pb.ModelInferResponse) -> dict[str, np.ndarray]:
     kinds = {"FP32": "<f4", "INT32": "<i4", "INT64": "<i8"}
-    return {o.name: np.frombuffer(raw, kinds[o.datatype])
-            for o, raw in zip(reply.outputs, reply.raw_output_contents, strict=True)}
+    return {
+        o.name: np.frombuffer(raw, kinds[o.datatype])
+        for o, raw in zip(reply.outputs, reply.raw_output_contents, strict=True)
+    }
 
 
 def test_every_worker_runs_the_ensemble_over_http(workers):
     pids = set()
     for index in range(CONNECTIONS):
-        status, body = request(workers.http_port, "POST", "/v2/models/tagged/infer",
-                               tagged_body([index, 0.5]))
+        status, body = request(
+            workers.http_port, "POST", "/v2/models/tagged/infer", tagged_body([index, 0.5])
+        )
         assert status == 200, body
         answer = outputs(body)
         assert answer["OUT"] == [10.0 * index, 5.0]
@@ -262,8 +291,9 @@ def test_an_ensemble_config_given_to_the_load_api_reaches_every_worker(workers):
     assert status == 200, answer
     pids = set()
     for index in range(CONNECTIONS):
-        status, answer = request(workers.http_port, "POST", "/v2/models/overridden/infer",
-                                 tagged_body([index]))
+        status, answer = request(
+            workers.http_port, "POST", "/v2/models/overridden/infer", tagged_body([index])
+        )
         assert status == 200, answer
         assert outputs(answer)["OUT"] == [10.0 * index]
         pids.update(outputs(answer)["PID"])
@@ -309,8 +339,9 @@ def test_a_step_model_is_unloaded_only_after_every_workers_ensemble_requests(wor
     answers: list = []
 
     def one(index: int) -> None:
-        answers.append(request(workers.http_port, "POST", "/v2/models/slow_chain/infer",
-                               tagged_body([index])))
+        answers.append(
+            request(workers.http_port, "POST", "/v2/models/slow_chain/infer", tagged_body([index]))
+        )
 
     senders = [threading.Thread(target=one, args=(index,)) for index in range(8)]
     for sender in senders:

@@ -32,7 +32,8 @@ GRPS_ERROR_KEYS = ["status"]
 
 SIMPLE = {
     "inputs": [
-        {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))} for n in ("INPUT0", "INPUT1")
+        {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+        for n in ("INPUT0", "INPUT1")
     ]
 }
 #: (path, valid body, content type, how the dialect shapes an error body).
@@ -136,7 +137,9 @@ def test_bomb_is_413_within_the_limit_plus_64_mib(bounded_server, bombs, dialect
     assert status == 413, body
     assert "over the limit" in _error_of(dialect, 413, body)
     assert memory.above_baseline <= BOUND, f"peak {memory.above_baseline / MiB:.0f} MiB above the baseline"
-    status, _, body = post(bounded_server.http_port, path, json.dumps(valid).encode(), {"Content-Type": content_type})
+    status, _, body = post(
+        bounded_server.http_port, path, json.dumps(valid).encode(), {"Content-Type": content_type}
+    )
     assert status == 200, body  # still serving
 
 
@@ -166,13 +169,17 @@ def test_bad_compressed_bodies_are_400_in_the_dialects_shape(bounded_server, dia
         (b"not deflate at all", "deflate", "cannot decompress"),
         (plain, "br", "unsupported Content-Encoding"),
     ):
-        status, _, reply = post(bounded_server.http_port, path, body, {"Content-Encoding": encoding, "Content-Type": content_type})
+        status, _, reply = post(
+            bounded_server.http_port, path, body, {"Content-Encoding": encoding, "Content-Type": content_type}
+        )
         assert status == 400, reply
         assert words in _error_of(dialect, 400, reply)
 
 
 def test_identity_answer_without_accept_encoding(bounded_server):
     path, valid, content_type = DIALECTS["tfserving"]
-    status, got, body = post(bounded_server.http_port, path, json.dumps(valid).encode(), {"Accept-Encoding": "gzip;q=0"})
+    status, got, body = post(
+        bounded_server.http_port, path, json.dumps(valid).encode(), {"Accept-Encoding": "gzip;q=0"}
+    )
     assert status == 200 and "content-encoding" not in got
     assert json.loads(body) == {"predictions": [3.5, 4.0]}

@@ -39,7 +39,12 @@ def infer(server, model: str, doc) -> tuple[int, dict]:
 
 
 def simple_input(name="INPUT0", datatype="INT32", shape=(1, 16), data=None):
-    return {"name": name, "datatype": datatype, "shape": list(shape), "data": data if data is not None else [1] * 16}
+    return {
+        "name": name,
+        "datatype": datatype,
+        "shape": list(shape),
+        "data": data if data is not None else [1] * 16,
+    }
 
 
 def still_serves(server) -> None:
@@ -77,7 +82,9 @@ def test_unknown_model_metadata_is_404(server):
 
 def test_no_content_type_needed(server):
     doc = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [2.0]}]}
-    status, data, _ = request(server, "POST", "/v2/models/saved_model_half_plus_three/infer", json.dumps(doc).encode())
+    status, data, _ = request(
+        server, "POST", "/v2/models/saved_model_half_plus_three/infer", json.dumps(doc).encode()
+    )
     assert status == 200 and json.loads(data)["outputs"][0]["data"] == [4.0]
 
 
@@ -88,9 +95,15 @@ def test_no_content_type_needed(server):
         (b"[1, 2]", "JSON object"),
         ({"inputs": []}, "non-empty 'inputs'"),
         ({"inputs": [simple_input(name="NOPE"), simple_input("INPUT1")]}, "unknown input"),
-        ({"inputs": [simple_input(datatype="FP32"), simple_input("INPUT1")]}, "expected datatype INT32, got FP32"),
+        (
+            {"inputs": [simple_input(datatype="FP32"), simple_input("INPUT1")]},
+            "expected datatype INT32, got FP32",
+        ),
         ({"inputs": [simple_input(shape=(16,)), simple_input("INPUT1")]}, "expected shape [-1, 16]"),
-        ({"inputs": [simple_input(shape=(9, 16), data=[1] * 144), simple_input("INPUT1")]}, "batch size of 1 to 8"),
+        (
+            {"inputs": [simple_input(shape=(9, 16), data=[1] * 144), simple_input("INPUT1")]},
+            "batch size of 1 to 8",
+        ),
         ({"inputs": [simple_input(data=[1] * 15), simple_input("INPUT1")]}, "needs 16 elements, data has 15"),
         ({"inputs": [simple_input(data=[1.5] * 16), simple_input("INPUT1")]}, "must be JSON integers"),
         ({"inputs": [simple_input(data=[2**40] * 16), simple_input("INPUT1")]}, "out of range for INT32"),
@@ -99,7 +112,10 @@ def test_no_content_type_needed(server):
         ({"inputs": [simple_input()]}, "missing required input(s) ['INPUT1']"),
         ({"inputs": [simple_input(), simple_input()]}, "given twice"),
         ({"inputs": [simple_input(shape=(1, -16)), simple_input("INPUT1")]}, "invalid dimension"),
-        ({"inputs": [simple_input(), simple_input("INPUT1")], "outputs": [{"name": "OUT9"}]}, "unknown output 'OUT9'"),
+        (
+            {"inputs": [simple_input(), simple_input("INPUT1")], "outputs": [{"name": "OUT9"}]},
+            "unknown output 'OUT9'",
+        ),
         ({"inputs": [simple_input(datatype="INT33"), simple_input("INPUT1")]}, "unknown datatype"),
     ],
 )
@@ -125,8 +141,7 @@ def test_declared_content_length_over_limit_refused_before_body(limited):
     """Only the headers are sent: the server must answer 413 without waiting for a body."""
     with socket.create_connection(("127.0.0.1", limited.http_port), timeout=10) as sock:
         sock.sendall(
-            b"POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: x\r\n"
-            b"Content-Length: 1000000000\r\n\r\n"
+            b"POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n"
         )
         reply = sock.recv(4096)
     assert reply.startswith(b"HTTP/1.1 413")

@@ -185,7 +185,9 @@ def test_tritons_dashboard_queries_return_data(loaded: Prometheus, promql: str):
 
 
 def test_the_dashboard_groups_by_pod_and_model(loaded: Prometheus):
-    assert [labels for labels, _ in loaded.query("sum(nv_inference_request_success) by (pod)")] == [{"pod": POD}]
+    assert [labels for labels, _ in loaded.query("sum(nv_inference_request_success) by (pod)")] == [
+        {"pod": POD}
+    ]
     by_model = loaded.query("sum(rate(nv_inference_compute_infer_duration_us[30s])) by (model) / 1000")
     assert [labels for labels, _ in by_model] == [{"model": "simple"}]
 

@@ -32,12 +32,12 @@ from tests.plugins.storage.s3_server import Keys, MotoServer, serving_a_lost_sto
 pytestmark = [pytest.mark.hook("open_repository"), pytest.mark.timeout(300)]
 
 #: Version 2 of "simple" as uploaded later: products instead of sums, so a test sees which answered.
-SIMPLE_V2 = b'''
+SIMPLE_V2 = b"""
 class Model:
     def infer(self, inputs):
         a, b = inputs["INPUT0"], inputs["INPUT1"]
         return {"OUTPUT0": a * b, "OUTPUT1": a - b}
-'''
+"""
 
 
 @pytest.fixture

@@ -91,7 +91,9 @@ def test_the_index_lists_every_model_of_the_bucket_loaded_or_not(s3, bucket, tmp
             {"name": "simple"},
         ]
         assert _grpc_index(server) == [
-            ("identity_bytes", "", ""), ("identity_fp32", "1", "READY"), ("simple", "", "")
+            ("identity_bytes", "", ""),
+            ("identity_fp32", "1", "READY"),
+            ("simple", "", ""),
         ]
         assert _http_index(server, ready=True) == [
             {"name": "identity_fp32", "version": "1", "state": "READY"}
@@ -112,7 +114,8 @@ def test_the_index_lists_a_model_uploaded_later_in_every_control_mode(s3, bucket
     with ServerProcess(*args, env=s3.keys.env()) as server:
         s3.upload(bucket, "models", MODEL_REPOSITORY / "identity_fp32")
         assert _http_index(server) == [
-            {"name": "identity_fp32"}, {"name": "simple", "version": "1", "state": "READY"}
+            {"name": "identity_fp32"},
+            {"name": "simple", "version": "1", "state": "READY"},
         ]
 
 

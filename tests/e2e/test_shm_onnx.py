@@ -39,9 +39,7 @@ BIG = 64 * MiB
 #: Allowance for everything that is not the tensor (buffers, allocator slack).
 SLACK = 16 * MiB
 BATCHED = "neg_batched"
-BATCHING = (
-    "dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000000 }\n"
-)
+BATCHING = "dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000000 }\n"
 
 #: Each case: FP32 ``x`` (shape ``shape``) into ``model``, Y into ``region``/``size``/``offset``.
 #: Runs the cases at once, one client each (a dynamic batcher may merge them).
@@ -94,7 +92,9 @@ def repository(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(repository):
-    with ServerProcess("--model-repository", str(repository), "--allow-client-shm", "--log-format", "json") as process:
+    with ServerProcess(
+        "--model-repository", str(repository), "--allow-client-shm", "--log-format", "json"
+    ) as process:
         yield process
 
 
@@ -118,7 +118,9 @@ def region(server):
 
 def infer(server, protocol: str, *cases: dict) -> list[dict]:
     url = server.http_url if protocol == "http" else server.grpc_url
-    return run_client(protocol, url, INFER, cases=[{**c, "x": np.asarray(c["x"]).ravel().tolist()} for c in cases])
+    return run_client(
+        protocol, url, INFER, cases=[{**c, "x": np.asarray(c["x"]).ravel().tolist()} for c in cases]
+    )
 
 
 def test_the_server_binds_only_outputs_whose_shape_it_can_know_ahead(server):
@@ -130,14 +132,18 @@ def test_the_server_binds_only_outputs_whose_shape_it_can_know_ahead(server):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize("model, shape", [("neg_static", (4, 5)), ("neg_dynamic", (3, 7)), ("neg_unknown", (9,))])
+@pytest.mark.parametrize(
+    "model, shape", [("neg_static", (4, 5)), ("neg_dynamic", (3, 7)), ("neg_unknown", (9,))]
+)
 def test_an_output_in_a_region_holds_the_answer_and_stays_out_of_the_response(
     server, region, protocol, model, shape
 ):
     x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 0.5
     handle = region("y", x.nbytes + 64)
     shm.set_shared_memory_region(handle, [np.full(x.size + 16, 7, np.float32)])
-    (answer,) = infer(server, protocol, {"model": model, "x": x, "shape": shape, "region": "y", "size": x.nbytes + 64})
+    (answer,) = infer(
+        server, protocol, {"model": model, "x": x, "shape": shape, "region": "y", "size": x.nbytes + 64}
+    )
     assert answer == {"shape": list(shape), "carried": False}
     written = shm.get_contents_as_numpy(handle, np.float32, [x.size + 16])
     np.testing.assert_array_equal(written[: x.size].reshape(shape), -x)
@@ -175,7 +181,9 @@ def test_dynamically_batched_requests_fill_their_own_windows(server, region, pro
     inferred, executed = _counts(server)
     answers = infer(server, protocol, *cases)
     assert answers == [{"shape": [1, 4], "carried": False}] * 4
-    np.testing.assert_array_equal(shm.get_contents_as_numpy(handle, np.float32, [4, 4]), -np.concatenate(rows))
+    np.testing.assert_array_equal(
+        shm.get_contents_as_numpy(handle, np.float32, [4, 4]), -np.concatenate(rows)
+    )
     now_inferred, now_executed = _counts(server)
     assert now_inferred - inferred == 4
     assert now_executed - executed < 4, "the batcher merged nothing: the copy path went untested"

@@ -23,7 +23,13 @@ BOUNDED = ["--measurement-interval", "1000", "--stability-percentage", "999", "-
 
 @pytest.fixture(scope="module")
 def server():
-    args = ("--model-repository", str(MODEL_REPOSITORY), "--load-model", "identity_fp32", "--allow-client-shm")
+    args = (
+        "--model-repository",
+        str(MODEL_REPOSITORY),
+        "--load-model",
+        "identity_fp32",
+        "--allow-client-shm",
+    )
     with ServerProcess(*args) as process:
         yield process
 

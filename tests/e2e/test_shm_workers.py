@@ -69,8 +69,14 @@ def test_a_region_registered_through_one_worker_serves_on_every_worker(workers, 
         assert status == 200, answer
         assert answer["outputs"][0]["data"] == list(map(float, range(16)))
     # A second register of the name is refused on whichever worker it reaches.
-    assert post(port, f"/v2/systemsharedmemory/region/{REGION}/register",
-                {"key": key, "offset": 0, "byte_size": 64})[0] == 400  # fmt: skip  (Triton: ALREADY_EXISTS is a 400)
+    assert (
+        post(
+            port,
+            f"/v2/systemsharedmemory/region/{REGION}/register",
+            {"key": key, "offset": 0, "byte_size": 64},
+        )[0]
+        == 400
+    )  # fmt: skip  (Triton: ALREADY_EXISTS is a 400)
     status, body = post(port, f"/v2/systemsharedmemory/region/{REGION}/unregister")
     assert status == 200, body
     assert region_names(port) == {()}

@@ -24,15 +24,24 @@ from modelplatform.oneport import HTTP2_PREFACE
 from modelplatform.testing import ServerProcess
 from modelplatform_grps.protos import grps_pb2_grpc
 from modelplatform_grps.protos.grps_pb2 import GrpsMessage
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as tf_services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from ..conftest import MODEL_REPOSITORY
 from ..http_wire import get_status
 from .test_drain import (
-    DELAY, EXIT_MARGIN, TIMEOUT, Background, drained, grpc_sleep, http_sleep, sleepy_repository, terminate,
-    wait_exit, wait_ready,
+    DELAY,
+    EXIT_MARGIN,
+    TIMEOUT,
+    Background,
+    drained,
+    grpc_sleep,
+    http_sleep,
+    sleepy_repository,
+    terminate,
+    wait_exit,
+    wait_ready,
 )  # fmt: skip
 
 __all__ = ["sleepy_repository"]  # a fixture: imported to be used
@@ -198,7 +207,9 @@ def test_workers_share_the_one_port_and_remove_their_sockets_on_exit():
         for _ in range(8):  # fresh connections: the kernel spreads them over both workers
             assert get_status(server.http_port, "/v2/health/ready") == 200
             with grpc.insecure_channel(server.http_url) as channel:
-                health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=30)
+                health = health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=30
+                )
                 assert health.status == health_pb2.HealthCheckResponse.SERVING
         sockets = set(re.findall(r"grpc_address=unix:(\S+)", server.log()))
         assert len(sockets) == 2 and all(Path(path).exists() for path in sockets)

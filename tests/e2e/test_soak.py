@@ -28,7 +28,10 @@ def test_a_short_soak_has_no_5xx_no_wrong_and_no_unexpected_answer(tmp_path):
     path = os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])
     run = subprocess.run(
         [sys.executable, "-m", "soak", "--seconds", str(SECONDS), "--summary-json", str(summary)],
-        env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, timeout=SECONDS + 400,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=SECONDS + 400,
     )
     print(run.stdout)
     assert summary.exists(), run.stdout + run.stderr

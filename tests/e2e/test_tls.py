@@ -27,8 +27,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from modelplatform.testing import ServerProcess
 from modelplatform_grps.protos import grps_pb2_grpc
 from modelplatform_grps.protos.grps_pb2 import GenericTensor, GrpsMessage
-from modelplatform_tfserving.protos import serving_apis_pb2 as tfs_apis
 from modelplatform_tfserving.protos import services_pb2_grpc as tfs_services
+from modelplatform_tfserving.protos import serving_apis_pb2 as tfs_apis
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from ..conftest import MODEL_REPOSITORY
@@ -88,7 +88,12 @@ class Pki:
 
     def args(self, listener: str, mutual: bool = False) -> list[str]:
         switch = f"--{listener}-use-ssl-mutual" if mutual else f"--{listener}-use-ssl"
-        files = [f"--{listener}-server-cert", str(self.server_cert), f"--{listener}-server-key", str(self.server_key)]
+        files = [
+            f"--{listener}-server-cert",
+            str(self.server_cert),
+            f"--{listener}-server-key",
+            str(self.server_key),
+        ]
         return [switch, *files, *([f"--{listener}-root-cert", str(self.ca)] if mutual else [])]
 
     def client_context(self, with_cert: bool = False, stranger: bool = False) -> ssl.SSLContext:
@@ -100,7 +105,9 @@ class Pki:
         return context
 
     def grpc_credentials(self, with_cert: bool = False, stranger: bool = False) -> grpc.ChannelCredentials:
-        cert, key = (self.stranger_cert, self.stranger_key) if stranger else (self.client_cert, self.client_key)
+        cert, key = (
+            (self.stranger_cert, self.stranger_key) if stranger else (self.client_cert, self.client_key)
+        )
         if not (with_cert or stranger):
             return grpc.ssl_channel_credentials(self.ca.read_bytes())
         return grpc.ssl_channel_credentials(self.ca.read_bytes(), key.read_bytes(), cert.read_bytes())
@@ -152,7 +159,9 @@ def assert_simple(result: object) -> None:
 
 
 def test_tritonclient_http_over_tls(tls_server: ServerProcess, pki: Pki) -> None:
-    client = httpclient.InferenceServerClient(tls_server.http_url, ssl=True, ssl_options={"ca_certs": str(pki.ca)})
+    client = httpclient.InferenceServerClient(
+        tls_server.http_url, ssl=True, ssl_options={"ca_certs": str(pki.ca)}
+    )
     try:
         assert client.is_server_ready()
         assert_simple(client.infer("simple", simple_inputs(httpclient)))
@@ -206,7 +215,9 @@ def test_fast_lane_answers_over_tls(tls_server: ServerProcess, pki: Pki) -> None
     received = _tls_exchange(tls_server.http_port, pki.client_context(), one * 3, 3)  # pipelined, keep-alive
     assert received.count(b"HTTP/1.1 200 OK\r\n") == 3
     # The lane writes its own head, connection header first; Sanic answers the same request otherwise.
-    assert received.startswith(b"HTTP/1.1 200 OK\r\nconnection: keep-alive\r\ncontent-type: application/json\r\n")
+    assert received.startswith(
+        b"HTTP/1.1 200 OK\r\nconnection: keep-alive\r\ncontent-type: application/json\r\n"
+    )
     last = head + b"Connection: close\r\n\r\n" + SIMPLE_BODY
     closing = _tls_exchange(tls_server.http_port, pki.client_context(), last, 1)
     assert closing.startswith(b"HTTP/1.1 200 OK\r\n") and b"connection: close" in closing.lower()
@@ -262,7 +273,10 @@ def test_perf_analyzer_over_tls(tls_server: ServerProcess, pki: Pki, protocol: s
         url = tls_server.grpc_url
         flags = ["--ssl-grpc-use-ssl", "true", "--ssl-grpc-root-certifications-file", str(pki.ca)]
     else:
-        url, flags = f"https://localhost:{tls_server.http_port}", ["--ssl-https-ca-certificates-file", str(pki.ca)]
+        url, flags = (
+            f"https://localhost:{tls_server.http_port}",
+            ["--ssl-https-ca-certificates-file", str(pki.ca)],
+        )
     command = [str(PERF_ANALYZER), "-m", "simple", "-i", protocol, "-u", url, *flags, *BOUNDED]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -287,11 +301,15 @@ def test_http_client_refused_without_a_trusted_certificate(
 ) -> None:
     with pytest.raises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
         https(mtls_server.http_port, pki.client_context(stranger=stranger), "GET", "/v2/health/ready")
-    assert https(mtls_server.http_port, pki.client_context(with_cert=True), "GET", "/v2/health/ready")[0] == 200
+    assert (
+        https(mtls_server.http_port, pki.client_context(with_cert=True), "GET", "/v2/health/ready")[0] == 200
+    )
 
 
 def test_tritonclient_http_without_a_certificate_is_refused(mtls_server: ServerProcess, pki: Pki) -> None:
-    client = httpclient.InferenceServerClient(mtls_server.http_url, ssl=True, ssl_options={"ca_certs": str(pki.ca)})
+    client = httpclient.InferenceServerClient(
+        mtls_server.http_url, ssl=True, ssl_options={"ca_certs": str(pki.ca)}
+    )
     try:
         with pytest.raises(Exception):  # noqa: B017 - gevent's SSL or connection error, never an answer
             client.is_server_ready()
@@ -299,7 +317,9 @@ def test_tritonclient_http_without_a_certificate_is_refused(mtls_server: ServerP
         client.close()
 
 
-def test_tritonclient_grpc_with_and_without_a_client_certificate(mtls_server: ServerProcess, pki: Pki) -> None:
+def test_tritonclient_grpc_with_and_without_a_client_certificate(
+    mtls_server: ServerProcess, pki: Pki
+) -> None:
     client = {"private_key": str(pki.client_key), "certificate_chain": str(pki.client_cert)}
     assert tritonclient_grpc(mtls_server.grpc_url, root_certificates=str(pki.ca), **client) == "OK"
     refused = tritonclient_grpc(mtls_server.grpc_url, root_certificates=str(pki.ca))

@@ -50,7 +50,14 @@ class Files:
     def args(self, listener: str, mutual: bool) -> list[str]:
         switch = f"--{listener}-use-ssl-mutual" if mutual else f"--{listener}-use-ssl"
         root = [f"--{listener}-root-cert", str(self.ca)] if mutual else []
-        return [switch, f"--{listener}-server-cert", str(self.cert), f"--{listener}-server-key", str(self.key), *root]
+        return [
+            switch,
+            f"--{listener}-server-cert",
+            str(self.cert),
+            f"--{listener}-server-key",
+            str(self.key),
+            *root,
+        ]
 
     def context(
         self, alpn: str | None = None, ca: bytes | None = None, client: tuple[Path, Path] | None = None
@@ -72,7 +79,9 @@ def served_serial(port: int, context: ssl.SSLContext) -> int:
     return x509.load_der_x509_certificate(der).serial_number
 
 
-def wait_for_log(server: ServerProcess, event: str, count: int, since: int, timeout: float = RELOAD_WAIT_S) -> str:
+def wait_for_log(
+    server: ServerProcess, event: str, count: int, since: int, timeout: float = RELOAD_WAIT_S
+) -> str:
     """The log since ``since`` once ``count`` lines match the regex ``event``."""
     pattern = re.compile(event)
     deadline = time.monotonic() + timeout
@@ -147,7 +156,10 @@ def test_sighup_reloads_a_new_ca_and_a_broken_file_keeps_the_old(files: Files, a
         assert server.process is not None
         old_client = (files.client_cert.with_name("old.crt"), files.client_key.with_name("old.key"))
         authority.client().write(*old_client)
-        old_ca, first = files.ca.read_bytes(), served_serial(server.http_port, files.context(client=old_client))
+        old_ca, first = (
+            files.ca.read_bytes(),
+            served_serial(server.http_port, files.context(client=old_client)),
+        )
 
         since = len(server.log())
         files.cert.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot a certificate\n")
@@ -156,7 +168,9 @@ def test_sighup_reloads_a_new_ca_and_a_broken_file_keeps_the_old(files: Files, a
         assert "tls_reloaded" not in tail
         assert served_serial(server.http_port, files.context(client=old_client)) == first
         assert ready_over_https(server.http_port, files.context(client=old_client)) == 200
-        old_grpc = grpc.ssl_channel_credentials(old_ca, old_client[1].read_bytes(), old_client[0].read_bytes())
+        old_grpc = grpc.ssl_channel_credentials(
+            old_ca, old_client[1].read_bytes(), old_client[0].read_bytes()
+        )
         assert health(server.grpc_port, old_grpc) == 1
 
         since = len(server.log())
@@ -222,6 +236,8 @@ def test_settings_that_cannot_work_stop_serve_with_status_2(files: Files, case: 
              "client_key": files.client_key}  # fmt: skip
     args, message = REFUSED[case]
     command = [sys.executable, "-m", "modelplatform", "serve", "--model-repository", str(MODEL_REPOSITORY)]
-    done = subprocess.run([*command, *(a.format(**names) for a in args)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*command, *(a.format(**names) for a in args)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert message.format(**names) in done.stderr and "Traceback" not in done.stderr

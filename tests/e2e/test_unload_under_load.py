@@ -44,8 +44,16 @@ CYCLES = 4
 
 @pytest.fixture(scope="module")
 def explicit():
-    with ServerProcess("--model-repository", str(MODEL_REPOSITORY), "--model-control-mode", "explicit",
-                       "--load-model", "simple", "--load-model", "identity_fp32") as process:
+    with ServerProcess(
+        "--model-repository",
+        str(MODEL_REPOSITORY),
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "simple",
+        "--load-model",
+        "identity_fp32",
+    ) as process:
         yield process
 
 
@@ -55,8 +63,13 @@ class Clients:
     def __init__(self, server: ServerProcess, kinds: list[str]) -> None:
         self.kinds = kinds
         self.processes = [
-            subprocess.Popen([sys.executable, str(CLIENTS), kind, server.http_url, server.grpc_url],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [sys.executable, str(CLIENTS), kind, server.http_url, server.grpc_url],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for kind in kinds
         ]
 
@@ -106,16 +119,28 @@ def test_not_loaded_and_unknown_answer_alike_on_every_endpoint(explicit):
     """``identity_bytes`` is on disk but never loaded; ``simple`` is unloaded; ``nope`` is unknown."""
     assert post(explicit.http_url, "/v2/repository/models/simple/unload", b"{}")[0] == 200
     try:
-        suffixes = ("", "/config", "/stats", "/versions/1", "/versions/1/config", "/ready", "/versions/1/ready")
+        suffixes = (
+            "",
+            "/config",
+            "/stats",
+            "/versions/1",
+            "/versions/1/config",
+            "/ready",
+            "/versions/1/ready",
+        )
         for suffix in suffixes:
-            answers = {name: post(explicit.http_url, f"/v2/models/{name}{suffix}", None, method="GET")
-                       for name in ("simple", "identity_bytes", "nope")}
+            answers = {
+                name: post(explicit.http_url, f"/v2/models/{name}{suffix}", None, method="GET")
+                for name in ("simple", "identity_bytes", "nope")
+            }
             statuses = {name: status for name, (status, _) in answers.items()}
             expected = 400 if suffix.endswith("ready") else 404
             assert set(statuses.values()) == {expected}, (suffix, answers)
             if not suffix.endswith("ready"):
                 assert answers["simple"][1]["error"].startswith("Request for unknown model: 'simple' ")
-        result = grpc_client(explicit.grpc_url, """
+        result = grpc_client(
+            explicit.grpc_url,
+            """
             result = {}
             for name in ("simple", "identity_bytes", "nope"):
                 answers = [client.is_model_ready(name), client.is_model_ready(name, "1")]
@@ -127,7 +152,8 @@ def test_not_loaded_and_unknown_answer_alike_on_every_endpoint(explicit):
                     except InferenceServerException as e:
                         answers.append([e.status(), e.message()])
                 result[name] = answers
-        """)
+        """,
+        )
         assert result["simple"][:2] == result["nope"][:2] == [False, False]
         for name, answers in result.items():
             assert {a[0] for a in answers[2:]} == {"StatusCode.NOT_FOUND"}, (name, answers)
@@ -159,8 +185,16 @@ def churn_repo(tmp_path_factory) -> Path:
 
 
 def test_the_index_lists_each_version_once_through_hundreds_of_toggles(churn_repo):
-    with ServerProcess("--model-repository", str(churn_repo), "--model-control-mode", "explicit",
-                       "--load-model", "toggled", "--load-model", "steady") as server:
+    with ServerProcess(
+        "--model-repository",
+        str(churn_repo),
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "toggled",
+        "--load-model",
+        "steady",
+    ) as server:
         http_polls: list = []
         stop = threading.Event()
         poller = threading.Thread(target=_poll_http, args=(server.http_url, stop, http_polls))
@@ -177,8 +211,10 @@ def test_the_index_lists_each_version_once_through_hundreds_of_toggles(churn_rep
             assert len(keys) == len(set(keys)), (transport, rows)  # one row per version, always
             assert {r["name"] for r in rows} == {"steady", "toggled"}
         checked += _check_states(transport, polls, phases)
-    print(f"{len(http_polls)} HTTP and {len(grpc_polls)} gRPC polls over {TOGGLES} toggles; "
-          f"{checked} fell inside one phase and were checked")
+    print(
+        f"{len(http_polls)} HTTP and {len(grpc_polls)} gRPC polls over {TOGGLES} toggles; "
+        f"{checked} fell inside one phase and were checked"
+    )
     assert len(http_polls) > 50 and len(grpc_polls) > 50 and checked > 100
 
 

@@ -21,7 +21,7 @@ import tritonclient.http as httpclient
 
 from modelplatform.testing import ServerProcess
 
-SLOW_MODEL = '''
+SLOW_MODEL = """
 import time
 from pathlib import Path
 
@@ -39,13 +39,13 @@ class Model:
             time.sleep(1.5)
         self.calls += 1
         return {"calls": np.array([self.calls], dtype=np.int64)}
-'''
+"""
 
-FAILING_MODEL = '''
+FAILING_MODEL = """
 class Model:
     def infer(self, inputs):
         raise RuntimeError("no warm welcome")
-'''
+"""
 
 CONFIG = """
 backend: "python"
@@ -86,8 +86,14 @@ def test_not_ready_during_a_slow_warmup_and_the_first_request_finds_the_model_wa
     slow = write_model(tmp_path, "slow", SLOW_MODEL)
     write_model(tmp_path, "fails", FAILING_MODEL)
     server = ServerProcess(
-        "--model-repository", str(tmp_path), "--plugins", "python,oip-rest,binary-data,repository",
-        "--model-control-mode", "explicit", "--load-model", "slow",
+        "--model-repository",
+        str(tmp_path),
+        "--plugins",
+        "python,oip-rest,binary-data,repository",
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "slow",
     )
     starting = threading.Thread(target=server.__enter__)
     starting.start()

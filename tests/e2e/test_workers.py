@@ -24,7 +24,7 @@ from ..conftest import MODEL_REPOSITORY
 CONNECTIONS = 16
 
 #: Loads in the first worker that claims it; the second one fails (a per-worker difference).
-CLAIMED_ONCE = '''
+CLAIMED_ONCE = """
 import os
 
 
@@ -34,7 +34,7 @@ class Model:
 
     def infer(self, inputs):
         return {"OUTPUT0": inputs["INPUT0"]}
-'''
+"""
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
@@ -77,7 +77,10 @@ def test_statistics_are_the_sums_over_every_worker(workers):
     for _ in range(CONNECTIONS // 2):
         stats = simple_stats(workers)
         assert stats["inference_count"] == before["inference_count"] + CONNECTIONS
-        assert stats["inference_stats"]["success"]["count"] == before["inference_stats"]["success"]["count"] + CONNECTIONS
+        assert (
+            stats["inference_stats"]["success"]["count"]
+            == before["inference_stats"]["success"]["count"] + CONNECTIONS
+        )
     for _ in range(CONNECTIONS // 2):
         with grpc.insecure_channel(workers.grpc_url) as channel:
             reply = pb_grpc.GRPCInferenceServiceStub(channel).ModelStatistics(
@@ -168,5 +171,7 @@ def test_a_trace_setting_change_through_one_worker_reaches_every_worker(workers)
     assert rates() == {"7"}
     with grpc.insecure_channel(workers.grpc_url) as channel:
         value = pb.TraceSettingRequest.SettingValue(value=["9"])
-        pb_grpc.GRPCInferenceServiceStub(channel).TraceSetting(pb.TraceSettingRequest(settings={"trace_rate": value}))
+        pb_grpc.GRPCInferenceServiceStub(channel).TraceSetting(
+            pb.TraceSettingRequest(settings={"trace_rate": value})
+        )
     assert rates() == {"9"}

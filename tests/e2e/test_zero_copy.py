@@ -60,7 +60,9 @@ async def test_grpc_raw_decode_and_encode_copy_nothing():
     try:
         request = decode_request(message, limits)  # protobuf's field access: the one copy
         tensor = request.inputs[0]
-        response = InferenceResponse("identity_fp32", "1", [Tensor("OUTPUT0", "FP32", tensor.shape, tensor.data)])
+        response = InferenceResponse(
+            "identity_fp32", "1", [Tensor("OUTPUT0", "FP32", tensor.shape, tensor.data)]
+        )
         encoded = encode_response(response)
         _, peak = tracemalloc.get_traced_memory()
     finally:

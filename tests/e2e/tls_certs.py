@@ -39,7 +39,7 @@ class Authority:
     def __init__(self, common_name: str = "modelplatform test CA") -> None:
         self._key = ec.generate_private_key(ec.SECP256R1())
         self._name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.cert = (
             x509.CertificateBuilder()
             .subject_name(self._name)
@@ -62,7 +62,7 @@ class Authority:
 
     def _issue(self, common_name: str, usage: x509.ObjectIdentifier, names: list[x509.GeneralName]) -> Pem:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         serial = x509.random_serial_number()
         builder = (
             x509.CertificateBuilder()

@@ -61,9 +61,7 @@ class SiblingLink:
     async def connect(self, address: ClusterAddress, on_request: Callable[[Message], None]) -> None:
         """Join the supervisor; messages that are not answers to us go to ``on_request``."""
         connection = await asyncio.to_thread(_dial, address, self.index)
-        self._channel = Channel(
-            connection, functools.partial(self._received, on_request), self._disconnected
-        )
+        self._channel = Channel(connection, functools.partial(self._received, on_request), self._disconnected)
         self._channel.start()
 
     def send(self, message: Message) -> None:
@@ -90,9 +88,7 @@ class SiblingLink:
             failed = "; ".join(errors)
             raise InvalidArgument(f"{operation} of '{name}' failed on a sibling worker: {failed}")
 
-    async def statistics(
-        self, name: str, version: str, refused: bool = False
-    ) -> list[list[ModelStats]]:
+    async def statistics(self, name: str, version: str, refused: bool = False) -> list[list[ModelStats]]:
         """Every sibling's own statistics for this query (DataPlane sums them)."""
         if not self._asks_siblings():
             return []
@@ -100,7 +96,7 @@ class SiblingLink:
         try:
             query = StatisticsQuery(query_id, name, version, refused)
             parts = await self._ask(query_id, query, STATISTICS_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("sibling_statistics_timed_out", model=name, version=version)
             return []
         return [list(part) for part in parts]
@@ -112,7 +108,7 @@ class SiblingLink:
         op_id = next(self._ids)
         try:
             return tuple(await self._ask(op_id, Publication(op_id, topic, payload), PUBLICATION_TIMEOUT_S))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return (f"siblings did not answer within {PUBLICATION_TIMEOUT_S:g} s",)
 
     async def sibling_copies(self, override: LoadOverride) -> list[Path]:

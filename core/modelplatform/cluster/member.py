@@ -109,9 +109,7 @@ class Member:
             error = failure.message
         except Exception as failure:  # noqa: BLE001 - reported to the origin, never lost
             error = f"{type(failure).__name__}: {failure}"
-        log.info(
-            "model_operation_relayed", operation=operation.kind, model=operation.name, error=error
-        )
+        log.info("model_operation_relayed", operation=operation.kind, model=operation.name, error=error)
         self._link.send(Applied(op_id, error))
 
     async def _watch_readiness(self) -> None:

@@ -9,7 +9,7 @@ are chosen by the asking worker and unique across workers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from ..models import LoadOverride
 from ..stats import ModelStats
@@ -133,16 +133,16 @@ class StatisticsQuery:
     refused: bool = False
 
 
-Message = Union[
-    Hello,
-    Readiness,
-    OperationRequest,
-    Applied,
-    StatisticsAnswer,
-    ClusterReadiness,
-    Apply,
-    OperationResult,
-    StatisticsResult,
-    StatisticsQuery,
-    Publication,
-]
+Message = (
+    Hello
+    | Readiness
+    | OperationRequest
+    | Applied
+    | StatisticsAnswer
+    | ClusterReadiness
+    | Apply
+    | OperationResult
+    | StatisticsResult
+    | StatisticsQuery
+    | Publication
+)

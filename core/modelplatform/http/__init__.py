@@ -28,9 +28,7 @@ log = structlog.get_logger("modelplatform.http")
 class HttpFront:
     """The HTTP port of one server process: started and stopped by the composition root."""
 
-    def __init__(
-        self, context: ServerContext, wrap_protocol: Callable[[Any], Any] | None = None
-    ) -> None:
+    def __init__(self, context: ServerContext, wrap_protocol: Callable[[Any], Any] | None = None) -> None:
         self.context = context
         self.app: Sanic = create_app(context)
         self._server: Any = None
@@ -58,7 +56,9 @@ class HttpFront:
         await self._server.before_start()
         await self._server.after_start()
         tls = mode_of(server_tls(self.context).listener("http"))
-        log.info("http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane, tls=tls)
+        log.info(
+            "http_started", host=settings.host, port=settings.http_port, fast_lane=self.uses_lane, tls=tls
+        )
 
     def _protocol(self) -> Any:
         protocol = FastLaneProtocol if self.uses_lane else None

@@ -132,7 +132,9 @@ _STRIPPED = str.maketrans("", "", "\r\n\x00")
 def _header_line(name: str, value: str) -> bytes:
     # Sanic strips CR, LF and NUL from header text; none of them is printable.
     line = f"{name}: {value}"
-    return (line if line.isprintable() else line.translate(_STRIPPED)).encode(errors="surrogateescape") + b"\r\n"
+    return (line if line.isprintable() else line.translate(_STRIPPED)).encode(
+        errors="surrogateescape"
+    ) + b"\r\n"
 
 
 #: (status, content type) -> the reply head up to its own headers: built once, not per reply.
@@ -276,7 +278,12 @@ class FastLaneProtocol(SanicSeam):
         length = headers.get("content-length", "0")
         method, path = parser.get_method().decode("latin-1"), head.url.decode("latin-1")
         match = self._routes.router.match(method, path)
-        if match is None or not match.route.hot or not length.isdigit() or int(length) > self._routes.limit(match):
+        if (
+            match is None
+            or not match.route.hot
+            or not length.isdigit()
+            or int(length) > self._routes.limit(match)
+        ):
             return _SANIC
         body_end = body_start + int(length)
         if len(buffer) < body_end:
@@ -344,4 +351,3 @@ class FastLaneProtocol(SanicSeam):
         finally:
             await close_stream(chunks)
         transport.write(b"0\r\n\r\n")
-

@@ -24,7 +24,9 @@ async def send_reply(request: Request, reply: HttpReply) -> HTTPResponse | None:
     """Answer ``request`` with ``reply``; returns Sanic's response when it is one object."""
     body = reply.body
     if isinstance(body, (bytes, bytearray)):
-        return HTTPResponse(body, status=reply.status, headers=dict(reply.headers), content_type=reply.content_type)
+        return HTTPResponse(
+            body, status=reply.status, headers=dict(reply.headers), content_type=reply.content_type
+        )
     if reply.streamed:
         await _send_stream(request, reply, body)  # type: ignore[arg-type]
         return None
@@ -38,7 +40,9 @@ async def send_reply(request: Request, reply: HttpReply) -> HTTPResponse | None:
 
 
 async def _send_stream(request: Request, reply: HttpReply, chunks: AsyncIterator[bytes]) -> None:
-    response = await request.respond(status=reply.status, headers=dict(reply.headers), content_type=reply.content_type)
+    response = await request.respond(
+        status=reply.status, headers=dict(reply.headers), content_type=reply.content_type
+    )
     try:
         async for chunk in chunks:
             if chunk:

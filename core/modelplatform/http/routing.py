@@ -47,7 +47,9 @@ class _Compiled:
         found = self.pattern.fullmatch(path)
         if found is None:
             return None
-        params = {name: unquote(value) if "%" in value else value for name, value in found.groupdict().items()}
+        params = {
+            name: unquote(value) if "%" in value else value for name, value in found.groupdict().items()
+        }
         for name in self.ints:  # not int(): a path of 5,000 digits must not raise
             params[name] = params[name].lstrip("0") or "0"
         return params
@@ -110,7 +112,9 @@ class Router:
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods some route accepts for ``path`` (empty: no such path)."""
-        methods = {m for compiled in self._all for m in compiled.route.methods if compiled.bind(path) is not None}
+        methods = {
+            m for compiled in self._all for m in compiled.route.methods if compiled.bind(path) is not None
+        }
         if not methods and len(path) > 1 and path.endswith("/"):
             return self.allowed_methods(path[:-1])
         return sorted(methods)

@@ -18,7 +18,7 @@ from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
 from ..access.gate import access_gate
-from ..declarations import BodyPolicy, HttpHandler, HttpReply, HttpRequest, HttpRoute
+from ..declarations import BodyPolicy, HttpDialect, HttpHandler, HttpReply, HttpRequest, HttpRoute
 from ..observing import ScopeOpener, counted_in_call, current_scope
 from .admission import ALLOWED, HttpAccess, admitted
 from .encoding import body_limit, call_route, decoded_request
@@ -219,7 +219,9 @@ def _too_large(error: Exception) -> str:
     return f"request body is larger than the limit: {error}"
 
 
-async def _neutral(request: Request, match: Match, max_request_bytes: int, timeouts: HttpTimeouts) -> HttpRequest:
+async def _neutral(
+    request: Request, match: Match, max_request_bytes: int, timeouts: HttpTimeouts
+) -> HttpRequest:
     route = match.route
     body: Any = b""
     chunks = None

@@ -78,6 +78,8 @@ def close_after_reply(request: Any) -> None:
     """Answer ``request`` with ``Connection: close``, and read none of its unread body first."""
     request.stream.keep_alive = False
     request.stream.request_body = None
+
+
 def end_keep_alive(request: Any) -> None:
     """Answer ``request`` with ``Connection: close`` and close the connection after it."""
     if request.stream is not None:

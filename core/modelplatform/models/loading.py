@@ -69,9 +69,7 @@ class Loader:
             await _remove_dir(model.temp_dir)
             model.temp_dir = None
 
-    async def _load_versions(
-        self, model: ModelRecord, fresh: list[ModelVersion], model_dir: Path
-    ) -> None:
+    async def _load_versions(self, model: ModelRecord, fresh: list[ModelVersion], model_dir: Path) -> None:
         model.loading = {mv.version: mv for mv in fresh}
         try:
             await asyncio.gather(*(self._load_version(mv, model_dir) for mv in fresh))
@@ -121,8 +119,7 @@ class Loader:
         if mv.stats is not None:
             mv.stats.load_ns = int(elapsed * 1e9)
         ms = round(elapsed * 1000, 1)  # warmup included
-        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind,
-                 duration_ms=ms)
+        log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind, duration_ms=ms)
 
     async def _unload_versions(self, versions: Iterable[ModelVersion]) -> None:
         await asyncio.gather(*(_unload_version(v) for v in versions))
@@ -163,9 +160,7 @@ def _record_failure(model: ModelRecord, failures: dict[int, str]) -> str:
     return reason if version == WHOLE_MODEL else f"version {version}: {reason}"
 
 
-async def _start_instances(
-    mv: ModelVersion, cls: type[Backend], version_dir: Path, dataplane: Any
-) -> None:
+async def _start_instances(mv: ModelVersion, cls: type[Backend], version_dir: Path, dataplane: Any) -> None:
     for index in range(mv.config.instance_count):
         instance = cls(mv.config, version_dir, index)
         instance.dataplane = dataplane

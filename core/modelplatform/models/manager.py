@@ -199,9 +199,7 @@ class ModelManager:
         if reason:
             raise InvalidArgument(f"failed to load '{name}': {reason}")
 
-    async def unload(
-        self, name: str, *, replicate: bool = True, dependents: bool = False
-    ) -> None:
+    async def unload(self, name: str, *, replicate: bool = True, dependents: bool = False) -> None:
         """Unload every version of ``name`` once its requests in flight have finished.
 
         The ensembles whose steps call ``name`` are unloaded first when
@@ -249,9 +247,7 @@ class ModelManager:
         return found
 
     @contextlib.contextmanager
-    def _outcome_counted(
-        self, name: str, record: Callable[[ModelStats, bool], None]
-    ) -> Iterator[None]:
+    def _outcome_counted(self, name: str, record: Callable[[ModelStats, bool], None]) -> Iterator[None]:
         try:
             yield
         except ModelPlatformError:
@@ -266,9 +262,7 @@ class ModelManager:
         )
 
 
-async def _submit(
-    model: ModelRecord, key: tuple[str, Any], work: Callable[[], Awaitable[Any]]
-) -> Any:
+async def _submit(model: ModelRecord, key: tuple[str, Any], work: Callable[[], Awaitable[Any]]) -> Any:
     """Run ``work`` under the model's lock, in arrival order; join an identical pending one.
 
     The task is shielded: a client that goes away does not cancel a load half-way.

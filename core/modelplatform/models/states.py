@@ -167,11 +167,7 @@ class ModelRecord:
             return False
         if self.loading:
             return True
-        return (
-            self.pending is not None
-            and self.pending[0][0] == "load"
-            and not self.pending[1].done()
-        )
+        return self.pending is not None and self.pending[0][0] == "load" and not self.pending[1].done()
 
     # ---- the index ----
 
@@ -195,9 +191,7 @@ class ModelRecord:
         shown = current or self.retired.get(number)
         if shown is not None:
             return IndexEntry(self.name, shown.version_str, shown.state.value, shown.reason)
-        return IndexEntry(
-            self.name, str(number), ModelState.UNAVAILABLE.value, self.failures[number]
-        )
+        return IndexEntry(self.name, str(number), ModelState.UNAVAILABLE.value, self.failures[number])
 
     def _kept(self, number: int) -> str:
         """The reason a READY version carries: a later load failed and it kept serving."""

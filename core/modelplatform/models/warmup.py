@@ -83,9 +83,7 @@ async def _on_every_instance(mv: ModelVersion, samples: list[Sample]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _run_samples(
-    config: ModelConfig, index: int, instance: Backend, samples: list[Sample]
-) -> None:
+async def _run_samples(config: ModelConfig, index: int, instance: Backend, samples: list[Sample]) -> None:
     for sample in samples:
         for _ in range(sample.count):
             try:

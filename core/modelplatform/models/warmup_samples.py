@@ -20,6 +20,7 @@ from ..errors import InvalidArgument, ModelPlatformError
 from ..inference import InferenceRequest, Tensor
 from ..model_config import WARMUP_FOLDER, ModelConfig, ModelWarmup, WarmupInput
 from ..validation import element_count
+
 #: Per input, batch included: the default ``--max-tensor-elements``.
 MAX_ELEMENTS = 64 * 2**20
 #: A BYTES input file larger than this is refused before it is read.
@@ -53,9 +54,7 @@ def _sample(config: ModelConfig, warmup: ModelWarmup, folder: Path) -> Sample:
     return Sample(warmup.name, request, warmup.count)
 
 
-def _tensor(
-    config: ModelConfig, batch_size: int, key: str, spec: WarmupInput, folder: Path
-) -> Tensor:
+def _tensor(config: ModelConfig, batch_size: int, key: str, spec: WarmupInput, folder: Path) -> Tensor:
     if config.input_spec(key) is None:
         declared = ", ".join(s.name for s in config.inputs) or "none"
         raise InvalidArgument(f"the model has no such input (inputs: {declared})")
@@ -92,15 +91,11 @@ def _random(datatype: str, count: int) -> np.ndarray:
 def _from_file(spec: WarmupInput, count: int, folder: Path) -> np.ndarray:
     path = folder / spec.data_file
     if not path.resolve().is_relative_to(folder.resolve()) or not path.is_file():
-        raise InvalidArgument(
-            f"input_data_file '{spec.data_file}' is not a file in {WARMUP_FOLDER}/"
-        )
+        raise InvalidArgument(f"input_data_file '{spec.data_file}' is not a file in {WARMUP_FOLDER}/")
     size = path.stat().st_size
     if spec.datatype == "BYTES":
         if size > MAX_FILE_BYTES:
-            raise InvalidArgument(
-                f"input_data_file '{spec.data_file}' is over {MAX_FILE_BYTES} bytes"
-            )
+            raise InvalidArgument(f"input_data_file '{spec.data_file}' is over {MAX_FILE_BYTES} bytes")
         return decode_bytes(path.read_bytes(), count)
     expected = count * element_size(spec.datatype)
     if size != expected:

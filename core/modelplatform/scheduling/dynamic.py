@@ -174,7 +174,9 @@ class DynamicBatcher:
             if pending.scope is not None:
                 pending.scope.note_phases(started - pending.arrived_ns, input_ns, infer_ns, output_ns)
         if len(results) != len(batch):
-            results = [Internal(f"backend returned {len(results)} results for {len(batch)} requests")] * len(batch)
+            results = [Internal(f"backend returned {len(results)} results for {len(batch)} requests")] * len(
+                batch
+            )
         for pending, result in zip(batch, results):
             if pending.future.done():
                 continue

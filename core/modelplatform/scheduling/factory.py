@@ -12,9 +12,7 @@ from .direct import DirectScheduler, Scheduler
 from .dynamic import DynamicBatcher
 
 
-def create_scheduler(
-    config: ModelConfig, instances: Sequence[Backend], stats: ModelStats
-) -> Scheduler:
+def create_scheduler(config: ModelConfig, instances: Sequence[Backend], stats: ModelStats) -> Scheduler:
     """Batching models with ``dynamic_batching`` get the batcher; the rest run direct,
     unless their backend runs concurrent calls on one instance (an ensemble)."""
     if instances and type(instances[0]).concurrent:

@@ -70,7 +70,5 @@ def _shape(declared: list[int], batching: bool, count: int, name: str) -> list[i
             raise InvalidArgument(f"input '{name}': {count} elements do not fit shape {declared}")
         shape[variable[0]] = count // known
     elif known != count:
-        raise InvalidArgument(
-            f"input '{name}': shape {shape} needs {known} elements, body has {count}"
-        )
+        raise InvalidArgument(f"input '{name}': shape {shape} needs {known} elements, body has {count}")
     return shape

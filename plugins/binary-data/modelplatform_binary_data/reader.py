@@ -17,16 +17,13 @@ class BodyReader:
         self.view = memoryview(body)
         self.offset = start
 
-    def read(
-        self, name: str, datatype: str, shape: list[int], size: int, limits: Limits
-    ) -> np.ndarray:
+    def read(self, name: str, datatype: str, shape: list[int], size: int, limits: Limits) -> np.ndarray:
         """The ``parse_request`` callback for an input with ``binary_data_size``."""
         count = element_count(shape, limits.max_tensor_elements, name)
         left = len(self.view) - self.offset
         if size > left:
             raise InvalidArgument(
-                f"input '{name}': binary_data_size {size} is past the end of the body "
-                f"({left} bytes left)"
+                f"input '{name}': binary_data_size {size} is past the end of the body ({left} bytes left)"
             )
         chunk = self.view[self.offset : self.offset + size]
         self.offset += size

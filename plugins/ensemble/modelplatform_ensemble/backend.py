@@ -62,7 +62,9 @@ class EnsembleBackend(Backend):
                 "its steps' models batch on their own"
             )
         graph = wiring(self.config)
-        found = [await self._check_step(self.dataplane, index, step) for index, step in enumerate(graph.steps)]
+        found = [
+            await self._check_step(self.dataplane, index, step) for index, step in enumerate(graph.steps)
+        ]
         streaming = frozenset(index for index, model in enumerate(found) if model.streams)
         if any(model.config.decoupled for model in found) and not self.config.decoupled:
             self.config = _decoupled(self.config)

@@ -72,7 +72,9 @@ class Pipeline:
         ready = [index for index, count in enumerate(missing) if count == 0]
         return _Flow({t.name: t for t in request.inputs}, missing, ready, [])
 
-    async def _branches(self, request: InferenceRequest, flow: _Flow) -> AsyncGenerator[dict[str, Tensor], None]:
+    async def _branches(
+        self, request: InferenceRequest, flow: _Flow
+    ) -> AsyncGenerator[dict[str, Tensor], None]:
         """The tensors of every finished branch, depth first."""
         await self._advance(request, flow, hold=self._streaming)
         if not flow.held:
@@ -165,8 +167,7 @@ class Pipeline:
             produced = response.output(name)
             if produced is None:
                 raise Internal(
-                    f"ensemble '{self._name}' {step_name(index, step)}: "
-                    f"the model returned no output '{name}'"
+                    f"ensemble '{self._name}' {step_name(index, step)}: the model returned no output '{name}'"
                 )
             tensors[target] = _renamed(produced, target)
             for reader in self._wiring.readers.get(target, ()):

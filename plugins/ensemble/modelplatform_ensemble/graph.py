@@ -118,9 +118,7 @@ def _check_outputs(where: str, config: ModelConfig, producers: Mapping[str, int]
 
 def _check_acyclic(where: str, steps: Sequence[EnsembleStep], producers: Mapping[str, int]) -> None:
     """Depth-first search over 'step reads a tensor another step produces'."""
-    after = [
-        {producers[t] for t in step.input_map.values() if t in producers} for step in steps
-    ]
+    after = [{producers[t] for t in step.input_map.values() if t in producers} for step in steps]
     state = [0] * len(steps)  # 0 unseen, 1 on the current path, 2 done
 
     def visit(index: int, path: list[int]) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from modelplatform import (
     InferenceRequest,
     InferenceResponse,
@@ -37,9 +36,7 @@ def load_body(body: bytes) -> dict[str, Any]:
     return load_json(body, "the generate request") if body else {}
 
 
-def to_request(
-    doc: dict[str, Any], meta: ModelMetadata, version: str, limits: Limits
-) -> InferenceRequest:
+def to_request(doc: dict[str, Any], meta: ModelMetadata, version: str, limits: Limits) -> InferenceRequest:
     """The request as the core's, through the oip JSON rules (types, ranges, limits)."""
     request_id = doc.pop("id", "")
     inputs_by_name = {tensor.name: tensor for tensor in meta.inputs}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from modelplatform import HttpDialect, Settings, hookimpl
-
 from modelplatform_oip.api import http_status
 
 from .routes import DIALECT, generate_routes

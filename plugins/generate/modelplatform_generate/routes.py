@@ -74,9 +74,7 @@ class GenerateRoutes:
             raise error.naming_model(model) from None
 
 
-async def _events(
-    first: InferenceResponse, rest: AsyncIterator[InferenceResponse]
-) -> AsyncIterator[bytes]:
+async def _events(first: InferenceResponse, rest: AsyncIterator[InferenceResponse]) -> AsyncIterator[bytes]:
     """The SSE body; closed by the core when the client leaves, which closes ``rest``."""
     async with contextlib.aclosing(rest):  # type: ignore[type-var]
         try:

@@ -74,7 +74,14 @@ FLAT_NUMPY: dict[int, Any] = {
     DataType.DT_FLOAT32: np.float32,
     DataType.DT_FLOAT64: np.float64,
 }
-GMAP_DATATYPE = {"s_s": "BYTES", "s_b": "BYTES", "s_i32": "INT32", "s_i64": "INT64", "s_f": "FP32", "s_d": "FP64"}
+GMAP_DATATYPE = {
+    "s_s": "BYTES",
+    "s_b": "BYTES",
+    "s_i32": "INT32",
+    "s_i64": "INT64",
+    "s_f": "FP32",
+    "s_d": "FP64",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +158,9 @@ def _bytes_array(name: str, values: Any, limits: Limits) -> np.ndarray:
     for i, text in enumerate(values):
         encoded = text.encode("utf-8")
         if len(encoded) > limits.max_bytes_element:
-            raise LimitExceeded(f"tensor '{name}' element {i} size in bytes", len(encoded), limits.max_bytes_element)
+            raise LimitExceeded(
+                f"tensor '{name}' element {i} size in bytes", len(encoded), limits.max_bytes_element
+            )
         data[i] = encoded
     return data
 

@@ -54,7 +54,7 @@ class DagSpec:
         if unknown:
             raise InvalidArgument(f"{where}: unknown option(s) {sorted(unknown)}")
         if values.get("type", "sequential") != "sequential":
-            raise InvalidArgument(f"{where}: type must be \"sequential\" (grps's only DAG type)")
+            raise InvalidArgument(f'{where}: type must be "sequential" (grps\'s only DAG type)')
         nodes = values.get("nodes")
         if not isinstance(nodes, list) or not 0 < len(nodes) <= MAX_NODES:
             raise InvalidArgument(f"{where}: nodes must be a list of 1..{MAX_NODES} model nodes")
@@ -68,7 +68,7 @@ def _node(where: str, index: int, node: Any) -> DagNode:
     if not isinstance(node, Mapping) or set(node) - {"name", "type", "model"}:
         raise InvalidArgument(f"{where}: node {index} must be a table of name, type and model")
     if node.get("type", "model") != "model":
-        raise InvalidArgument(f"{where}: node {index}: type must be \"model\"")
+        raise InvalidArgument(f'{where}: node {index}: type must be "model"')
     selector = node.get("model")
     if not isinstance(selector, str) or not selector:
         raise InvalidArgument(f"{where}: node {index}: model must name a model (name-version)")

@@ -61,7 +61,5 @@ def _dag(value: Any) -> DagSpec | None:
 
 def _typed(name: str, default: Any, value: Any) -> Any:
     if type(value) is not type(default):
-        raise InvalidArgument(
-            f"[plugins.grps] {name} must be {type(default).__name__}, got {value!r}"
-        )
+        raise InvalidArgument(f"[plugins.grps] {name} must be {type(default).__name__}, got {value!r}")
     return value

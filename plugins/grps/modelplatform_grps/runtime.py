@@ -78,8 +78,14 @@ class GrpsRuntime:
         name, version = self.dag.first_model()  # type: ignore[union-attr]
         config = self.dataplane.model_config(name, version)
         request = to_request(payload, name, version, config, self.limits)
-        return DagRequest(request.model_name, request.inputs, request.model_version,
-                          request.id, request.parameters, request.outputs)
+        return DagRequest(
+            request.model_name,
+            request.inputs,
+            request.model_version,
+            request.id,
+            request.parameters,
+            request.outputs,
+        )
 
     def refused(self, model: str) -> None:
         """A request answered with a failure: counted as a refusal of ``model`` (or of model

@@ -38,7 +38,9 @@ def latency_histograms(stats: Sequence[ModelStats]) -> list[Family]:
 
 def batch_sizes(stats: Sequence[ModelStats]) -> Family:
     """``modelplatform_inference_batch_size``: rows per backend execution."""
-    family = Family("modelplatform_inference_batch_size", "histogram", "Backend executions by batch size (rows)")
+    family = Family(
+        "modelplatform_inference_batch_size", "histogram", "Backend executions by batch size (rows)"
+    )
     for entry in _versions(stats):
         sizes = entry.batch_sizes
         labels = {"model": entry.name, "version": entry.version}

@@ -21,7 +21,11 @@ _DURATIONS = (
     ("nv_inference_queue_duration_us", "Time requests waited before their backend call (us)", "queue"),
     ("nv_inference_compute_input_duration_us", "Time backends spent preparing inputs (us)", "compute_input"),
     ("nv_inference_compute_infer_duration_us", "Time backends spent running models (us)", "compute_infer"),
-    ("nv_inference_compute_output_duration_us", "Time backends spent producing outputs (us)", "compute_output"),
+    (
+        "nv_inference_compute_output_duration_us",
+        "Time backends spent producing outputs (us)",
+        "compute_output",
+    ),
 )
 
 

@@ -97,12 +97,14 @@ class LiveBoard:
         self._sampler.sample()
         totals = Totals.of(await self._dataplane.all_statistics())
         cpu = self._sampler.cpu
-        self._points.append({
-            "t": int(time.time()),
-            "requests": totals.by_protocol,
-            "failures": totals.failures,
-            "cpu": cpu.utilization if cpu else None,
-            "memory_used": cpu.memory_used if cpu else None,
-            "memory_total": cpu.memory_total if cpu else None,
-            "gpus": [dict(gpu) for gpu in self._sampler.gpus],
-        })
+        self._points.append(
+            {
+                "t": int(time.time()),
+                "requests": totals.by_protocol,
+                "failures": totals.failures,
+                "cpu": cpu.utilization if cpu else None,
+                "memory_used": cpu.memory_used if cpu else None,
+                "memory_total": cpu.memory_total if cpu else None,
+                "gpus": [dict(gpu) for gpu in self._sampler.gpus],
+            }
+        )

@@ -119,14 +119,16 @@ def _read_gpus(nvml: Any) -> list[dict[str, Any]]:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
             memory = nvml.nvmlDeviceGetMemoryInfo(handle)
             uuid = nvml.nvmlDeviceGetUUID(handle)
-            gpus.append({
-                "gpu_uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
-                "utilization": nvml.nvmlDeviceGetUtilizationRates(handle).gpu / 100,
-                "memory_total": memory.total,
-                "memory_used": memory.used,
-                "power_usage": nvml.nvmlDeviceGetPowerUsage(handle) / 1000,
-                "power_limit": nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000,
-            })
+            gpus.append(
+                {
+                    "gpu_uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+                    "utilization": nvml.nvmlDeviceGetUtilizationRates(handle).gpu / 100,
+                    "memory_total": memory.total,
+                    "memory_used": memory.used,
+                    "power_usage": nvml.nvmlDeviceGetPowerUsage(handle) / 1000,
+                    "power_limit": nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000,
+                }
+            )
     return gpus
 
 

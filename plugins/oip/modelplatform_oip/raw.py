@@ -21,9 +21,7 @@ from modelplatform import (
 )
 
 
-def raw_array(
-    name: str, datatype: str, count: int, raw: bytes | memoryview, limits: Limits
-) -> np.ndarray:
+def raw_array(name: str, datatype: str, count: int, raw: bytes | memoryview, limits: Limits) -> np.ndarray:
     """A flat array of ``count`` elements over ``raw`` (a view for fixed-size types)."""
     try:
         if datatype != "BYTES":

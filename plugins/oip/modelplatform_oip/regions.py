@@ -95,7 +95,9 @@ class Regions:
             raise _disabled(f"input '{name}'", parameters)
         return self.codec.read_input(name, datatype, shape, parameters, limits)
 
-    async def infer(self, dataplane: DataPlane, request: InferenceRequest, endpoint: str) -> InferenceResponse:
+    async def infer(
+        self, dataplane: DataPlane, request: InferenceRequest, endpoint: str
+    ) -> InferenceResponse:
         """One request as every OIP transport runs it: outputs bound to regions are checked
         before inference and written there after it; a decoupled model's refusal names
         ``endpoint`` (Triton's words)."""

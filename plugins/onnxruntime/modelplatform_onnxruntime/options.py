@@ -53,9 +53,7 @@ def session_options(ort: Any, settings: SessionSettings) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = settings.intra_op_threads
     options.inter_op_num_threads = settings.inter_op_threads
-    options.graph_optimization_level = getattr(
-        ort.GraphOptimizationLevel, GRAPH_LEVELS[settings.graph_level]
-    )
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, GRAPH_LEVELS[settings.graph_level])
     options.execution_mode = getattr(ort.ExecutionMode, EXECUTION_MODES[settings.execution_mode])
     return options
 
@@ -63,9 +61,7 @@ def session_options(ort: Any, settings: SessionSettings) -> Any:
 def _count(model: str, parameters: Mapping[str, str], key: str) -> int:
     raw = parameters.get(key, "0").strip() or "0"
     if not raw.isdigit():
-        raise InvalidArgument(
-            f"model '{model}': parameter '{key}' must be a whole number >= 0, got '{raw}'"
-        )
+        raise InvalidArgument(f"model '{model}': parameter '{key}' must be a whole number >= 0, got '{raw}'")
     return int(raw)
 
 

@@ -52,8 +52,7 @@ class GraphTensor:
 def describe(model: str, node_args: Iterable[Any]) -> tuple[GraphTensor, ...]:
     """GraphTensors from ``session.get_inputs()`` / ``get_outputs()``."""
     return tuple(
-        GraphTensor(arg.name, _datatype(model, arg.name, arg.type), _shape(arg.shape))
-        for arg in node_args
+        GraphTensor(arg.name, _datatype(model, arg.name, arg.type), _shape(arg.shape)) for arg in node_args
     )
 
 
@@ -89,9 +88,7 @@ def _spec_json(tensor: GraphTensor, max_batch: int) -> dict[str, Any]:
     return {"name": tensor.name, "data_type": DATATYPE_TO_CONFIG[tensor.datatype], "dims": list(dims)}
 
 
-def _check(
-    config: ModelConfig, inputs: Sequence[GraphTensor], outputs: Sequence[GraphTensor]
-) -> None:
+def _check(config: ModelConfig, inputs: Sequence[GraphTensor], outputs: Sequence[GraphTensor]) -> None:
     by_name = {t.name: t for t in inputs}
     for spec in config.inputs:
         _check_spec(config, "input", spec, by_name.get(spec.name))
@@ -111,7 +108,9 @@ def _check_spec(config: ModelConfig, kind: str, spec: TensorSpec, graph: GraphTe
     if graph is None:
         raise InvalidArgument(f"{where} is not in the ONNX graph")
     if graph.datatype != spec.datatype:
-        raise InvalidArgument(f"{where} is {spec.datatype} in the configuration, {graph.datatype} in the graph")
+        raise InvalidArgument(
+            f"{where} is {spec.datatype} in the configuration, {graph.datatype} in the graph"
+        )
     if spec.reshape is not None:
         return  # the configured reshape, not dims, must match the graph; ORT reports misuse
     shape = graph.shape
@@ -124,7 +123,9 @@ def _check_spec(config: ModelConfig, kind: str, spec: TensorSpec, graph: GraphTe
         shape = shape[1:]
     if not _dims_agree(spec.dims, shape):
         full = spec.full_shape(config.max_batch_size)
-        raise InvalidArgument(f"{where} has shape {full} in the configuration, {list(graph.shape)} in the graph")
+        raise InvalidArgument(
+            f"{where} has shape {full} in the configuration, {list(graph.shape)} in the graph"
+        )
 
 
 def _dims_agree(configured: Sequence[int], graph: Sequence[int]) -> bool:

@@ -18,10 +18,7 @@ from modelplatform import InferenceRequest
 def join_inputs(batch: Sequence[InferenceRequest]) -> tuple[dict[str, np.ndarray], list[int]]:
     """Inputs concatenated along the batch axis, and each request's row count."""
     names = [t.name for t in batch[0].inputs]
-    joined = {
-        name: np.concatenate([request.arrays()[name] for request in batch], axis=0)
-        for name in names
-    }
+    joined = {name: np.concatenate([request.arrays()[name] for request in batch], axis=0) for name in names}
     return joined, [request.inputs[0].shape[0] for request in batch]
 
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from modelplatform import ModelConfig, Unsupported
 
+from .bls import CallsRefused
 from .child_wire import OK, PICKLE_PROTOCOL, UNLOAD, Reply, error_reply
 from .kinds import INSTANCE_KIND, PROCESS
-from .bls import CallsRefused
 from .loader import import_model_module, model_class
 from .usercode import call_flexibly, taken
 

@@ -175,8 +175,7 @@ class ChildProcess:
         try:
             self._replace(reason)
         except Exception as error:  # noqa: BLE001 - the next call tries again and tells why
-            log.error("instance_restart_failed", reason=reason, error=_described(error),
-                      **self._context)
+            log.error("instance_restart_failed", reason=reason, error=_described(error), **self._context)
 
     def _restart(self) -> None:
         """Before a call: the child died while idle, or the last restart failed."""
@@ -200,9 +199,12 @@ class ChildProcess:
         self._start()
         self._restarts += 1
         log.warning(
-            "instance_restarted", reason=reason, restarts=self._restarts,
+            "instance_restarted",
+            reason=reason,
+            restarts=self._restarts,
             pid=self._process.pid if self._process else None,
-            seconds=round(time.monotonic() - started, 3), **self._context,
+            seconds=round(time.monotonic() - started, 3),
+            **self._context,
         )
 
     def _stop(self) -> None:

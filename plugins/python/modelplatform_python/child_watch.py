@@ -80,8 +80,7 @@ def wait_reply(conn: Connection, limits: ProcessLimits, memory: ResidentMemory |
             raise ChildFault(f"{fault}, and was killed")
         if deadline is not None and time.monotonic() >= deadline:
             raise ChildFault(
-                f"its process did not answer within {timeout:g} s "
-                f"({EXECUTE_TIMEOUT}) and was killed"
+                f"its process did not answer within {timeout:g} s ({EXECUTE_TIMEOUT}) and was killed"
             )
 
 

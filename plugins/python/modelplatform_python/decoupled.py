@@ -79,9 +79,7 @@ class ResponseSender:
         if self._cancelled:
             raise self._gone()
         if self._closed:
-            raise TritonModelException(
-                "Unable to send response. Response sender has been closed."
-            )
+            raise TritonModelException("Unable to send response. Response sender has been closed.")
         if response is None and not final:
             raise TritonModelException(
                 "send() without a response must carry TRITONSERVER_RESPONSE_COMPLETE_FINAL"

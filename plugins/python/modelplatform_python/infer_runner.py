@@ -20,12 +20,12 @@ import numpy as np
 
 from modelplatform import (
     ExecuteResult,
-    PhaseClock,
     InferenceRequest,
     InferenceResponse,
     ModelConfig,
     ModelExecutionError,
     ModelPlatformError,
+    PhaseClock,
     RawResponse,
     Unavailable,
 )
@@ -81,9 +81,7 @@ class InferRunner:
         except Exception:  # noqa: BLE001 - retried per request below
             return None
 
-    async def _execute_one(
-        self, request: InferenceRequest
-    ) -> InferenceResponse | ModelPlatformError:
+    async def _execute_one(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError:
         phases = self.phases
         try:
             phases.inputs_ready()

@@ -117,7 +117,5 @@ def _mebibytes(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgument(f"{what} must be a whole number of MiB, got {value!r}")
     if not math.isfinite(value) or value < 0 or value != int(value):
-        raise InvalidArgument(
-            f"{what} must be 0 (no bound) or a whole number of MiB, got {value!r}"
-        )
+        raise InvalidArgument(f"{what} must be 0 (no bound) or a whole number of MiB, got {value!r}")
     return int(value)

@@ -34,14 +34,10 @@ def _typed(model: str, name: str, datatype: str, value: Any) -> Tensor:
     elif datatype != "BF16" and array.dtype != numpy_dtype(datatype):
         target = numpy_dtype(datatype)
         if not np.can_cast(array.dtype, target, casting="same_kind"):
-            raise InvalidArgument(
-                f"model '{model}': output '{name}' is {array.dtype}, declared {datatype}"
-            )
+            raise InvalidArgument(f"model '{model}': output '{name}' is {array.dtype}, declared {datatype}")
         array = array.astype(target)
     return Tensor(name, datatype, tuple(array.shape), array)
 
 
 def _plain(array: np.ndarray) -> np.ndarray:
     return as_bytes_array(array) if array.dtype.kind in ("U", "S", "O") else array
-
-

@@ -24,14 +24,10 @@ from .limits import MAX_MEMORY, ProcessLimits
 class ProcessRunner(InferRunner):
     """One ``Model`` instance living in a child process; calls travel over its pipe."""
 
-    def __init__(
-        self, config: ModelConfig, version_dir: Path, instance: int, limits: ProcessLimits
-    ) -> None:
+    def __init__(self, config: ModelConfig, version_dir: Path, instance: int, limits: ProcessLimits) -> None:
         super().__init__(config)
         if limits.max_memory_bytes is not None and not memory_readable():
-            raise Unsupported(
-                f"model '{config.name}': '{MAX_MEMORY}' needs /proc/<pid>/statm (Linux)"
-            )
+            raise Unsupported(f"model '{config.name}': '{MAX_MEMORY}' needs /proc/<pid>/statm (Linux)")
         self._child = ChildProcess(config, version_dir, instance, limits)
 
     async def load(self) -> None:

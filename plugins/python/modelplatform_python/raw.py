@@ -76,6 +76,4 @@ def _chunk(name: str, item: Any) -> bytes:
         return item.encode("utf-8")
     if isinstance(item, (bytes, bytearray, memoryview)):
         return bytes(item)
-    raise InvalidArgument(
-        f"model '{name}': http() chunk must be bytes or str, got {type(item).__name__}"
-    )
+    raise InvalidArgument(f"model '{name}': http() chunk must be bytes or str, got {type(item).__name__}")

@@ -90,7 +90,7 @@ class ThreadRunner(InferRunner):
     async def _last_yield(self, inputs: dict[str, np.ndarray]) -> Any:
         """A generator model over a unary protocol: its last yield is the response."""
         last: Any = None
-        async for last in self._iterate(inputs):
+        async for last in self._iterate(inputs):  # noqa: B007 - only the last value is kept
             pass
         if last is None:  # the request asked for no step: no response to answer a unary call with
             raise InvalidArgument(

@@ -64,9 +64,7 @@ _ERRORS: dict[int, type[ModelPlatformError]] = {
 class TritonRunner:
     """One ``TritonPythonModel`` instance living in the server process."""
 
-    def __init__(
-        self, module: ModuleType, config: ModelConfig, version_dir: Path, instance: int
-    ) -> None:
+    def __init__(self, module: ModuleType, config: ModelConfig, version_dir: Path, instance: int) -> None:
         self._module = module
         self._caller = InstanceCaller(f"{config.name}-{instance}")
         self._config = config
@@ -132,13 +130,10 @@ class TritonRunner:
         is_list = isinstance(responses, (list, tuple))
         count = len(responses) if is_list else type(responses).__name__
         return Internal(
-            f"model '{self._config.name}': execute() returned {count} responses "
-            f"for {wanted} requests"
+            f"model '{self._config.name}': execute() returned {count} responses for {wanted} requests"
         )
 
-    def _result(
-        self, request: InferenceRequest, response: Any
-    ) -> InferenceResponse | ModelPlatformError:
+    def _result(self, request: InferenceRequest, response: Any) -> InferenceResponse | ModelPlatformError:
         if not isinstance(response, pb.InferenceResponse):
             return Internal(
                 f"model '{self._config.name}': execute() returned {type(response).__name__}, "
@@ -187,14 +182,14 @@ class TritonRunner:
             sender.fail(ModelExecutionError(self._config.name, error))
             return
         if returned is not None:
-            sender.fail(Internal(
-                f"model '{self._config.name}' is decoupled: execute() must return None "
-                "and answer through request.get_response_sender()"
-            ))
+            sender.fail(
+                Internal(
+                    f"model '{self._config.name}' is decoupled: execute() must return None "
+                    "and answer through request.get_response_sender()"
+                )
+            )
 
-    def _sent_response(
-        self, request: InferenceRequest, sent: Any, final: bool
-    ) -> InferenceResponse:
+    def _sent_response(self, request: InferenceRequest, sent: Any, final: bool) -> InferenceResponse:
         result = self._result(request, sent)
         if isinstance(result, ModelPlatformError):
             raise result
@@ -203,8 +198,7 @@ class TritonRunner:
 
     async def _refused(self) -> AsyncIterator[InferenceResponse]:
         raise Unsupported(
-            f"model '{self._config.name}' is a Triton python model: "
-            "it answers one response per request"
+            f"model '{self._config.name}' is a Triton python model: it answers one response per request"
         )
         yield  # an async generator, as every stream is: the error comes at the first step
 

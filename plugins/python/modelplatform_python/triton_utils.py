@@ -93,9 +93,7 @@ class Tensor:
 
     def __init__(self, name: str, array: Any) -> None:
         if not isinstance(array, np.ndarray):
-            raise TritonModelException(
-                f"Tensor '{name}' needs a numpy array, got {type(array).__name__}"
-            )
+            raise TritonModelException(f"Tensor '{name}' needs a numpy array, got {type(array).__name__}")
         self._name = name
         self._array = array
 
@@ -179,8 +177,7 @@ class InferenceRequest:
         sender = getattr(self, "response_sender", None)
         if sender is None:
             raise TritonModelException(
-                "a response sender is only for models with "
-                "model_transaction_policy { decoupled: true }"
+                "a response sender is only for models with model_transaction_policy { decoupled: true }"
             )
         return sender
 

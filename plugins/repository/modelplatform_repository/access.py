@@ -16,6 +16,4 @@ __all__ = ["check_control_mode"]
 def check_control_mode(mode: str) -> None:
     """Only explicit mode takes load/unload requests (Triton answers UNAVAILABLE)."""
     if mode != "explicit":
-        raise Unavailable(
-            f"explicit model load / unload is not allowed in model control mode '{mode}'"
-        )
+        raise Unavailable(f"explicit model load / unload is not allowed in model control mode '{mode}'")

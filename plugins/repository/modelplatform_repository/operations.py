@@ -51,8 +51,9 @@ class RepositoryOperations:
         folder = await self._uploaded_folder(params)
         temporary = folder is not None
         await self.dataplane.load(name, params.config, model_dir=folder, temporary=temporary)
-        log.info("model_load_requested", model=name, config=params.config is not None,
-                 files=len(params.files))
+        log.info(
+            "model_load_requested", model=name, config=params.config is not None, files=len(params.files)
+        )
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
         check_control_mode(self.mode)

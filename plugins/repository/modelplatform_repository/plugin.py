@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from modelplatform import GrpcService, HttpDialect, Settings, hookimpl
-
 from modelplatform_oip.api import http_status
 
 from . import rest, rpc

@@ -86,7 +86,9 @@ class SharedMemoryCodec(RegionCodec):
         if region is None:
             raise InvalidArgument(f"{what}: Unable to find shared memory region: '{name}'")
         if not isinstance(region, SystemRegion):
-            raise InvalidArgument(f"{what}: region '{name}' is CUDA shared memory, which this server cannot read")
+            raise InvalidArgument(
+                f"{what}: region '{name}' is CUDA shared memory, which this server cannot read"
+            )
         region.view(offset, size, what)  # bounds checked now, before the model runs
         return Window(region, offset, size)
 
@@ -128,4 +130,3 @@ def _same_memory(target: memoryview, data: bytes | memoryview) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-

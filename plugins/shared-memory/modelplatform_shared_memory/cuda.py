@@ -41,7 +41,9 @@ class CudaSupport:
 
     def open_region(self, name: str, raw_handle: bytes, device_id: Any, byte_size: Any) -> CudaRegion:
         if not isinstance(raw_handle, bytes) or len(raw_handle) != IPC_HANDLE_BYTES:
-            raise InvalidArgument(f"shared memory region '{name}': raw_handle must be {IPC_HANDLE_BYTES} bytes")
+            raise InvalidArgument(
+                f"shared memory region '{name}': raw_handle must be {IPC_HANDLE_BYTES} bytes"
+            )
         if not isinstance(device_id, int) or not 0 <= device_id < self.driver.Device.count():
             raise InvalidArgument(f"shared memory region '{name}': no CUDA device {device_id!r}")
         if not isinstance(byte_size, int) or byte_size <= 0:

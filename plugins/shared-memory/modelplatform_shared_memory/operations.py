@@ -25,9 +25,7 @@ from .system import open_region
 #: The ServerContext.broadcast topic of registrations.
 TOPIC = "shared-memory"
 
-DISABLED = (
-    "Client shared memory is disabled. Start the server with '--allow-client-shm' to enable."
-)
+DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm' to enable."
 
 
 @dataclass(frozen=True, slots=True)

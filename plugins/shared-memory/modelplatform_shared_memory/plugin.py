@@ -75,7 +75,11 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
     def add_to_server(server: Any, context: ServerContext) -> None:
         server.add_generic_rpc_handlers((rpc.handler(state.operations),))
 
-    methods = [f"{kind}SharedMemory{verb}" for kind in ("System", "Cuda") for verb in ("Status", "Register", "Unregister")]
+    methods = [
+        f"{kind}SharedMemory{verb}"
+        for kind in ("System", "Cuda")
+        for verb in ("Status", "Register", "Unregister")
+    ]
     return [
         GrpcService(
             rpc.SERVICE,

@@ -79,7 +79,9 @@ class SharedMemoryRoutes:
 
     async def cuda_register(self, request: HttpRequest) -> HttpReply:
         region, body = request.params["region"], _body(request)
-        await self.ops.register_cuda(region, _raw_handle(region, body), body.get("device_id"), body.get("byte_size"))
+        await self.ops.register_cuda(
+            region, _raw_handle(region, body), body.get("device_id"), body.get("byte_size")
+        )
         return _done()
 
     async def cuda_unregister(self, request: HttpRequest) -> HttpReply:

@@ -95,7 +95,9 @@ def open_region(name: str, key: str, offset: int, byte_size: int) -> SystemRegio
         start = offset % mmap.ALLOCATIONGRANULARITY
         mapping = mmap.mmap(descriptor, start + byte_size, offset=offset - start)
     except OSError as error:
-        raise InvalidArgument(f"shared memory region '{name}': cannot map '{key}': {error.strerror}") from None
+        raise InvalidArgument(
+            f"shared memory region '{name}': cannot map '{key}': {error.strerror}"
+        ) from None
     finally:
         os.close(descriptor)  # the mapping keeps its own duplicate
     return SystemRegion(name, key, offset, byte_size, mapping, start)

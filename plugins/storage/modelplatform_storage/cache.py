@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+
 from modelplatform import InvalidArgument
 
 from .filesystems import open_filesystem
@@ -57,7 +58,9 @@ def mirror_max_bytes(options: Mapping[str, Any], env: Mapping[str, str]) -> int:
     for a bad value or an unknown key in ``[plugins.storage]``."""
     unknown = sorted(set(options) - {"mirror_max_bytes"})
     if unknown:
-        raise InvalidArgument(f"[plugins.storage]: unknown option {', '.join(unknown)} (known: mirror_max_bytes)")
+        raise InvalidArgument(
+            f"[plugins.storage]: unknown option {', '.join(unknown)} (known: mirror_max_bytes)"
+        )
     value: Any = env.get(MAX_BYTES_VARIABLE) or options.get("mirror_max_bytes", 0)
     where = MAX_BYTES_VARIABLE if env.get(MAX_BYTES_VARIABLE) else "[plugins.storage] mirror_max_bytes"
     try:

@@ -23,9 +23,7 @@ def described(error: BaseException, url: str, bucket: str) -> ModelPlatformError
     if isinstance(error, PermissionError) or "AccessDenied" in name:
         return Unavailable(f"{url}: access denied, check the credentials ({detail})")
     if name == "NoCredentialsError":
-        return Unavailable(
-            f"{url}: no credentials found (environment, profile, web identity or role)"
-        )
+        return Unavailable(f"{url}: no credentials found (environment, profile, web identity or role)")
     if isinstance(error, FileNotFoundError) and "bucket" in detail.lower():
         return Unavailable(f"{url}: bucket '{bucket}' does not exist")
     if isinstance(error, (ConnectionError, TimeoutError)) or "Connect" in name or "Timeout" in name:

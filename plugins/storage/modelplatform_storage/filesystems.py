@@ -59,7 +59,7 @@ def list_files(fs: Any, folder: str) -> Listing:
     for name, info in found.items():
         if info.get("type", "file") != "file" or not name.startswith(prefix):
             continue
-        relative = name[len(prefix):]
+        relative = name[len(prefix) :]
         if relative and not relative.endswith("/"):  # "folder/" marker objects hold nothing
             listing[relative] = _described(info)
     return listing

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import structlog
+
 from modelplatform import Unavailable
 
 from .failures import described

@@ -80,7 +80,9 @@ def _engine_tensor(config: ModelConfig, info: EngineInfo, spec: TensorSpec, is_i
         names = [t.name for t in (info.inputs if is_input else info.outputs)]
         raise InvalidArgument(f"{where} is not an engine {kind} (engine {kind}s: {names})")
     if tensor.datatype != spec.datatype:
-        raise InvalidArgument(f"{where} is {spec.datatype} in the configuration, {tensor.datatype} in the engine")
+        raise InvalidArgument(
+            f"{where} is {spec.datatype} in the configuration, {tensor.datatype} in the engine"
+        )
     return tensor
 
 
@@ -105,7 +107,9 @@ def _check_dims(config: ModelConfig, spec: TensorSpec, tensor: EngineTensor) -> 
     full = ([-1] if config.batching else []) + list(declared)
     where = f"model '{config.name}': tensor '{spec.name}'"
     if len(full) != len(tensor.shape):
-        raise InvalidArgument(f"{where} has shape {full} in the configuration, {list(tensor.shape)} in the engine")
+        raise InvalidArgument(
+            f"{where} has shape {full} in the configuration, {list(tensor.shape)} in the engine"
+        )
     for axis, (want, have) in enumerate(zip(full, tensor.shape)):
         if want == -1 or want == have:
             continue

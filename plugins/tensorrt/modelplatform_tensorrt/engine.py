@@ -93,7 +93,9 @@ class TrtEngine:
 
     # ---- run ----
 
-    def infer(self, inputs: Mapping[str, np.ndarray], profile: int, outputs: Sequence[str]) -> dict[str, np.ndarray]:
+    def infer(
+        self, inputs: Mapping[str, np.ndarray], profile: int, outputs: Sequence[str]
+    ) -> dict[str, np.ndarray]:
         with self._current():
             if profile != self.profile:
                 self._use_profile(profile)
@@ -146,7 +148,9 @@ class TrtEngine:
 
 def _describe(model: str, trt: Any, engine: Any) -> EngineInfo:
     profiles = engine.num_optimization_profiles
-    tensors = [_tensor(model, trt, engine, engine.get_tensor_name(i), profiles) for i in range(engine.num_io_tensors)]
+    tensors = [
+        _tensor(model, trt, engine, engine.get_tensor_name(i), profiles) for i in range(engine.num_io_tensors)
+    ]
     return EngineInfo(tuple(tensors), profiles)
 
 

@@ -34,8 +34,9 @@ def _describe(info: EngineInfo, shapes: Mapping[str, Shape]) -> str:
         if tensor is None or not tensor.is_input:
             parts.append(f"'{name}' is not an engine input")
             continue
-        ranges = "; ".join(
-            f"profile {i}: {list(p.min)}..{list(p.max)}" for i, p in enumerate(tensor.profiles)
-        ) or f"fixed {list(tensor.shape)}"
+        ranges = (
+            "; ".join(f"profile {i}: {list(p.min)}..{list(p.max)}" for i, p in enumerate(tensor.profiles))
+            or f"fixed {list(tensor.shape)}"
+        )
         parts.append(f"input '{name}' shape {list(shape)} is outside the engine's range ({ranges})")
     return "; ".join(parts) or "no optimisation profile accepts these shapes"

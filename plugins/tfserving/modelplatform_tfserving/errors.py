@@ -66,8 +66,7 @@ def json_type(value: Any) -> str:
 
 def type_error(value: Any, type_string: str) -> InvalidArgument:
     return InvalidArgument(
-        f"JSON Value: {quote(value)} Type: {json_type(value)} "
-        f"is not of expected type: {type_string}"
+        f"JSON Value: {quote(value)} Type: {json_type(value)} is not of expected type: {type_string}"
     )
 
 

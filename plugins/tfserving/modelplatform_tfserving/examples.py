@@ -68,9 +68,7 @@ def example_from_json(value: Any) -> Example:
 
 def _add_value(value: Any, name: str, feature: Feature) -> None:
     if value is None or isinstance(value, list) or (isinstance(value, dict) and not is_b64(value)):
-        raise InvalidArgument(
-            f"Feature: {name} has element with unexpected JSON type: {json_type(value)}"
-        )
+        raise InvalidArgument(f"Feature: {name} has element with unexpected JSON type: {json_type(value)}")
     if isinstance(value, bool):
         _append(feature, name, "int64", int(value))
     elif isinstance(value, (str, dict)):
@@ -90,9 +88,7 @@ def _add_value(value: Any, name: str, feature: Feature) -> None:
 
 def _append(feature: Feature, name: str, kind: str, value: Any) -> None:
     if feature.kind and feature.kind != kind:
-        raise InvalidArgument(
-            f"Unexpected element type in feature: {name} expecting type: {feature.kind}"
-        )
+        raise InvalidArgument(f"Unexpected element type in feature: {name} expecting type: {feature.kind}")
     feature.kind = kind
     feature.values.append(value)
 

@@ -25,7 +25,7 @@ def float_texts(flat: np.ndarray) -> list[str]:
     if flat.dtype == np.float16:
         flat = flat.astype(np.float32)
     values = flat.tolist()
-    texts = ["%g" % v for v in values]
+    texts = ["%g" % v for v in values]  # noqa: UP031 - C's %g, as TF Serving prints floats
     finite = np.isfinite(flat)
     with np.errstate(all="ignore"):
         back = np.array(texts, dtype=flat.dtype)

@@ -166,7 +166,7 @@ def _walk(value: Any, level: int, shape: list[int], datatype: str, limits: Limit
     rank = len(shape)
     if not isinstance(value, list):
         if level != rank:
-                raise InvalidArgument(
+            raise InvalidArgument(
                 f"JSON Value: {quote(value)} found at incorrect level: {level + 1} "
                 f"in the JSON DOM. Expected at level: {rank}"
             )

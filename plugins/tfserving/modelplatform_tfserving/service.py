@@ -150,9 +150,7 @@ def _outputs(sig: Signature, output_filter: list[str] | None) -> list[Alias]:
 
 def _expect_method(sig: Signature, method: str, what: str) -> Signature:
     if sig.method_name != method:
-        raise InvalidArgument(
-            f"Expected {what} signature method_name to be {method}. Was: {sig.method_name}"
-        )
+        raise InvalidArgument(f"Expected {what} signature method_name to be {method}. Was: {sig.method_name}")
     return sig
 
 
@@ -203,6 +201,4 @@ def _label(value: object) -> str:
 
 def _check_batch(examples: int, results: int) -> None:
     if examples != results:
-        raise InvalidArgument(
-            f"Input batch size did not match output batch size: {examples} vs. {results}"
-        )
+        raise InvalidArgument(f"Input batch size did not match output batch size: {examples} vs. {results}")

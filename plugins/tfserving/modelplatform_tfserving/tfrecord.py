@@ -76,9 +76,7 @@ def _records(stream: BinaryIO, max_record_bytes: int) -> Iterator[bytes]:
         length = _LENGTH.unpack(_exact(header, _LENGTH.size, index, "length"))[0]
         _check(stream, header, index, "length")
         if length > max_record_bytes:
-            raise InvalidArgument(
-                f"record {index} is {length} bytes, over the limit of {max_record_bytes}"
-            )
+            raise InvalidArgument(f"record {index} is {length} bytes, over the limit of {max_record_bytes}")
         data = _exact(stream.read(length), length, index, "data")
         _check(stream, data, index, "data")
         yield data

@@ -111,9 +111,7 @@ def _signature(signatures: ModelSignatures, name: str, method: str = "") -> Sign
     if found is None:
         raise InvalidArgument(f"signature '{name or DEFAULT_SIGNATURE}' is not declared")
     if method and found.method_name != method:
-        raise InvalidArgument(
-            f"signature '{found.name}' has method {found.method_name}, not {method}"
-        )
+        raise InvalidArgument(f"signature '{found.name}' has method {found.method_name}, not {method}")
     return found
 
 

@@ -8,7 +8,6 @@ served whenever the plugin is loaded, and advertised as ``trace``.
 from __future__ import annotations
 
 from modelplatform import GrpcService, HttpDialect, ServerContext, Settings, hookimpl
-
 from modelplatform_oip.api import http_status
 
 from . import rest, rpc

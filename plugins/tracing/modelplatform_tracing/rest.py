@@ -73,5 +73,7 @@ def trace_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TraceRoutes(context)
     return [
         HttpRoute(("GET",), path, routes.get, max_body_bytes=0, category="trace") for path in (GLOBAL, MODEL)
-    ] + [HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES, category="trace")
-        for path in (GLOBAL, MODEL)]
+    ] + [
+        HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES, category="trace")
+        for path in (GLOBAL, MODEL)
+    ]

@@ -128,9 +128,7 @@ def test_outputs_binary_by_request_parameter_with_per_output_override():
 def test_no_binary_flags_means_json():
     assert not BinaryCodec().wants_response(InferenceRequest("m", []))
     with pytest.raises(InvalidArgument, match="true or false"):
-        BinaryCodec().wants_response(
-            InferenceRequest("m", [], parameters={"binary_data_output": 1})
-        )
+        BinaryCodec().wants_response(InferenceRequest("m", [], parameters={"binary_data_output": 1}))
 
 
 def test_bf16_travels_binary_both_ways_and_not_as_json():

@@ -28,7 +28,6 @@ def _input(name: str, array: np.ndarray, datatype: str) -> httpclient.InferInput
     return tensor
 
 
-
 def test_extension_advertised(client):
     assert "binary_tensor_data" in client.get_server_metadata()["extensions"]
 
@@ -53,9 +52,7 @@ def test_simple_string_mixed_binary_and_json_outputs(client):
     first, second = result.get_response()["outputs"]
     assert "binary_data_size" in first["parameters"]
     assert "parameters" not in second  # perf_analyzer reads any parameters key as binary
-    assert [x.decode() for x in result.as_numpy("OUTPUT0").reshape(-1)] == [
-        str(2 * i) for i in range(16)
-    ]
+    assert [x.decode() for x in result.as_numpy("OUTPUT0").reshape(-1)] == [str(2 * i) for i in range(16)]
     assert result.as_numpy("OUTPUT1").reshape(-1).tolist() == ["0"] * 16
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from ...conftest import MODEL_REPOSITORY
 
 #: FP32 in, FP32 out: OUTPUT0 = INPUT0 * factor, after sleeping ``sleep`` seconds (on its thread).
-SCALE_PY = '''
+SCALE_PY = """
 import pathlib
 import time
 
@@ -26,17 +26,17 @@ class Model:
             self.started.touch()  # a test waits for this rather than for a guessed time
         time.sleep(self.sleep)
         return {"OUTPUT0": inputs["INPUT0"] * self.factor}
-'''
+"""
 
 #: OUTPUT0 = A + B, for any dtype and shape the config declares.
-ADD_PY = '''
+ADD_PY = """
 class Model:
     def infer(self, inputs):
         return {"OUTPUT0": inputs["A"] + inputs["B"]}
-'''
+"""
 
 #: Our own python model API: calls `simple` through ``models`` (given to load), sync and async.
-CALLER_PY = '''
+CALLER_PY = """
 import numpy as np
 
 
@@ -47,10 +47,10 @@ class Model:
     def infer(self, inputs):
         answer = self.models.infer("simple", {"INPUT0": inputs["INPUT0"], "INPUT1": inputs["INPUT1"]})
         return {"OUTPUT0": answer["OUTPUT0"] + 1, "OUTPUT1": answer["OUTPUT1"] + 1}
-'''
+"""
 
 #: Calls `simple` only when INPUT1 starts with 99: by then it runs inline on the loop.
-SOMETIMES_CALLER_PY = '''
+SOMETIMES_CALLER_PY = """
 class Model:
     def load(self, config, version_dir, models):
         self.models = models
@@ -62,9 +62,9 @@ class Model:
             return {"OUTPUT0": inputs["INPUT0"], "OUTPUT1": inputs["INPUT1"]}
         answer = self.models.infer("simple", inputs)
         return {"OUTPUT0": answer["OUTPUT0"], "OUTPUT1": answer["OUTPUT1"] * 0 + self.calls}
-'''
+"""
 
-ASYNC_CALLER_PY = '''
+ASYNC_CALLER_PY = """
 class Model:
     def load(self, config, version_dir, models):
         self.models = models
@@ -72,10 +72,10 @@ class Model:
     async def infer(self, inputs):
         answer = await self.models.infer_async("simple", inputs, outputs=["OUTPUT0"])
         return {"OUTPUT0": answer["OUTPUT0"] + 2, "OUTPUT1": inputs["INPUT1"]}
-'''
+"""
 
 #: Triton BLS: async_exec to `simple`, decoupled exec to `stream_counter`, and an error path.
-TRITON_BLS_PY = '''
+TRITON_BLS_PY = """
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -103,16 +103,20 @@ class TritonPythonModel:
                    pb_utils.Tensor("ERROR", np.array([message.encode()], dtype=np.object_))]
             responses.append(pb_utils.InferenceResponse(output_tensors=out))
         return responses
-'''
+"""
 
-SYNC_DECOUPLED_PY = TRITON_BLS_PY.replace("async def execute", "def execute").replace(
-    "async for response in await streamed.async_exec(decoupled=True)",
-    "for response in streamed.exec(decoupled=True)",
-).replace("await missing.async_exec()", "missing.exec()")
+SYNC_DECOUPLED_PY = (
+    TRITON_BLS_PY.replace("async def execute", "def execute")
+    .replace(
+        "async for response in await streamed.async_exec(decoupled=True)",
+        "for response in streamed.exec(decoupled=True)",
+    )
+    .replace("await missing.async_exec()", "missing.exec()")
+)
 
 
 #: Triton BLS reading a Triton decoupled model (response sender) with exec(decoupled=True).
-WORDS_BLS_PY = '''
+WORDS_BLS_PY = """
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -135,7 +139,7 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse(
                 [pb_utils.Tensor("WORDS", np.array(words, dtype=np.object_))]))
         return responses
-'''
+"""
 
 
 def python_model(root: Path, name: str, source: str, config: str) -> Path:
@@ -148,7 +152,7 @@ def python_model(root: Path, name: str, source: str, config: str) -> Path:
 
 def scale_model(root: Path, name: str, factor: float, sleep: float = 0.0) -> Path:
     config = (
-        'max_batch_size: 0\n'
+        "max_batch_size: 0\n"
         'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
         'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
         f'parameters {{ key: "factor" value {{ string_value: "{factor}" }} }}\n'
@@ -196,18 +200,37 @@ def make_repository(root: Path) -> Path:
     scale_model(root, "triple_slow", 3.0, sleep=0.6)
     scale_model(root, "tenfold", 10.0)
     scale_model(root, "double_slower", 2.0, sleep=1.5)
-    ensemble_model(root, "fan_out", ensemble_json(
-        ["IN"], ["TWICE", "THRICE"],
-        [step("double_slow", {"INPUT0": "IN"}, {"OUTPUT0": "TWICE"}),
-         step("triple_slow", {"INPUT0": "IN"}, {"OUTPUT0": "THRICE"})]))
-    ensemble_model(root, "slow_chain", ensemble_json(
-        ["IN"], ["OUT"],
-        [step("double_slower", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
-         step("tenfold", {"INPUT0": "MID"}, {"OUTPUT0": "OUT"})]))
-    ensemble_model(root, "bad_ensemble", ensemble_json(
-        ["IN"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]))
+    ensemble_model(
+        root,
+        "fan_out",
+        ensemble_json(
+            ["IN"],
+            ["TWICE", "THRICE"],
+            [
+                step("double_slow", {"INPUT0": "IN"}, {"OUTPUT0": "TWICE"}),
+                step("triple_slow", {"INPUT0": "IN"}, {"OUTPUT0": "THRICE"}),
+            ],
+        ),
+    )
+    ensemble_model(
+        root,
+        "slow_chain",
+        ensemble_json(
+            ["IN"],
+            ["OUT"],
+            [
+                step("double_slower", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
+                step("tenfold", {"INPUT0": "MID"}, {"OUTPUT0": "OUT"}),
+            ],
+        ),
+    )
+    ensemble_model(
+        root,
+        "bad_ensemble",
+        ensemble_json(["IN"], ["OUT"], [step("tenfold", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
+    )
     int32_pair = (
-        'max_batch_size: 8\n'
+        "max_batch_size: 8\n"
         'input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },'
         ' { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n'
         'output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },'
@@ -219,17 +242,23 @@ def make_repository(root: Path) -> Path:
     process_kind = 'parameters { key: "python.instance_kind" value { string_value: "process" } }\n'
     python_model(root, "process_caller", CALLER_PY, int32_pair + process_kind)
     counter_bls = (
-        'max_batch_size: 0\n'
+        "max_batch_size: 0\n"
         'input [ { name: "COUNT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
         'output [ { name: "INDEXES" data_type: TYPE_INT32 dims: [ -1 ] },'
         ' { name: "ERROR" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
     )
     python_model(root, "bls_stream_async", TRITON_BLS_PY, counter_bls)
     python_model(root, "bls_stream_sync", SYNC_DECOUPLED_PY, counter_bls)
-    python_model(root, "bls_words", WORDS_BLS_PY, (
-        'max_batch_size: 0\n'
-        'input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
-        'output [ { name: "WORDS" data_type: TYPE_STRING dims: [ -1 ] } ]\n'))
+    python_model(
+        root,
+        "bls_words",
+        WORDS_BLS_PY,
+        (
+            "max_batch_size: 0\n"
+            'input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+            'output [ { name: "WORDS" data_type: TYPE_STRING dims: [ -1 ] } ]\n'
+        ),
+    )
     return root
 
 

@@ -7,7 +7,7 @@ import pytest
 from modelplatform import EnsembleScheduling, EnsembleStep, InvalidArgument, ModelConfig
 from modelplatform.config_reader import from_proto, parse_text
 
-TRITON_TEXT = '''
+TRITON_TEXT = """
 name: "pipe"
 platform: "ensemble"
 max_batch_size: 8
@@ -20,13 +20,14 @@ ensemble_scheduling {
     { model_name: "b" model_version: 2 input_map { key: "x" value: "MID" } output_map { key: "y" value: "OUT" } }
   ]
 }
-'''
+"""
 
 
 def test_the_steps_are_read_as_triton_writes_them():
     config = from_proto(parse_text(TRITON_TEXT))
     assert config.ensemble_scheduling == EnsembleScheduling(
-        (EnsembleStep("a", -1, {"x": "IN"}, {"y": "MID"}), EnsembleStep("b", 2, {"x": "MID"}, {"y": "OUT"})), 4
+        (EnsembleStep("a", -1, {"x": "IN"}, {"y": "MID"}), EnsembleStep("b", 2, {"x": "MID"}, {"y": "OUT"})),
+        4,
     )
     assert config.composing_models == ("a", "b")
 
@@ -42,7 +43,9 @@ def test_an_ensemble_without_steps_and_steps_without_an_ensemble_are_refused():
     with pytest.raises(InvalidArgument, match="needs ensemble_scheduling"):
         from_proto(parse_text('name: "e" platform: "ensemble"'))
     with pytest.raises(InvalidArgument, match="only for platform"):
-        from_proto(parse_text('name: "m" backend: "python" ensemble_scheduling { step [ { model_name: "a" } ] }'))
+        from_proto(
+            parse_text('name: "m" backend: "python" ensemble_scheduling { step [ { model_name: "a" } ] }')
+        )
 
 
 def test_other_models_have_no_composing_models():

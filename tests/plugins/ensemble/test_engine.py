@@ -24,7 +24,7 @@ from modelplatform_ensemble.graph import MAX_STEPS, wiring
 from .models import ADD_PY, ensemble_json, ensemble_model, python_model, scale_model, step
 
 #: Sleeps on the loop and answers how many of its calls were running at once, at most.
-GAUGE_PY = '''
+GAUGE_PY = """
 import asyncio
 import sys
 
@@ -43,12 +43,12 @@ class Model:
         await asyncio.sleep(0.05)
         running[0] -= 1
         return {"OUTPUT0": np.array([running[1]], dtype=np.float32)}
-'''
+"""
 FP32_IN_OUT = (
-    'max_batch_size: 0\n'
+    "max_batch_size: 0\n"
     'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
     'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
-    'instance_group [ { count: 8 } ]\n'
+    "instance_group [ { count: 8 } ]\n"
 )
 
 
@@ -56,24 +56,55 @@ FP32_IN_OUT = (
 def repository(tmp_path):
     scale_model(tmp_path, "double", 2.0)
     scale_model(tmp_path, "triple", 3.0)
-    python_model(tmp_path, "add", ADD_PY, (
-        'max_batch_size: 0\n'
-        'input [ { name: "A" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "B" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
-        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'))
+    python_model(
+        tmp_path,
+        "add",
+        ADD_PY,
+        (
+            "max_batch_size: 0\n"
+            'input [ { name: "A" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "B" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+            'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+        ),
+    )
     python_model(tmp_path, "gauge", GAUGE_PY, FP32_IN_OUT)
     python_model(tmp_path, "gauge_free", GAUGE_PY, FP32_IN_OUT)
-    ensemble_model(tmp_path, "diamond", ensemble_json(["IN"], ["OUT", "TWICE"], [
-        step("add", {"A": "TWICE", "B": "THRICE"}, {"OUTPUT0": "OUT"}),  # listed first, runs last
-        step("double", {"INPUT0": "IN"}, {"OUTPUT0": "TWICE"}),
-        step("triple", {"INPUT0": "IN"}, {"OUTPUT0": "THRICE"}),
-    ]))
-    ensemble_model(tmp_path, "limited", ensemble_json(
-        ["IN"], ["OUT"], [step("gauge", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})], max_inflight_requests=2))
-    ensemble_model(tmp_path, "unlimited", ensemble_json(
-        ["IN"], ["OUT"], [step("gauge_free", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]))
-    ensemble_model(tmp_path, "failing", ensemble_json(
-        ["IN"], ["OUT"], [step("double", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
-                          step("add", {"A": "MID", "B": "IN"}, {"OUTPUT0": "OUT"})]))
+    ensemble_model(
+        tmp_path,
+        "diamond",
+        ensemble_json(
+            ["IN"],
+            ["OUT", "TWICE"],
+            [
+                step("add", {"A": "TWICE", "B": "THRICE"}, {"OUTPUT0": "OUT"}),  # listed first, runs last
+                step("double", {"INPUT0": "IN"}, {"OUTPUT0": "TWICE"}),
+                step("triple", {"INPUT0": "IN"}, {"OUTPUT0": "THRICE"}),
+            ],
+        ),
+    )
+    ensemble_model(
+        tmp_path,
+        "limited",
+        ensemble_json(
+            ["IN"], ["OUT"], [step("gauge", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})], max_inflight_requests=2
+        ),
+    )
+    ensemble_model(
+        tmp_path,
+        "unlimited",
+        ensemble_json(["IN"], ["OUT"], [step("gauge_free", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
+    )
+    ensemble_model(
+        tmp_path,
+        "failing",
+        ensemble_json(
+            ["IN"],
+            ["OUT"],
+            [
+                step("double", {"INPUT0": "IN"}, {"OUTPUT0": "MID"}),
+                step("add", {"A": "MID", "B": "IN"}, {"OUTPUT0": "OUT"}),
+            ],
+        ),
+    )
     return tmp_path
 
 
@@ -119,14 +150,21 @@ def test_a_failing_step_fails_the_request_with_the_step_models_error(repository)
 
 def _ensemble(steps: list[EnsembleStep], inputs=("IN",), outputs=("OUT",)) -> ModelConfig:
     spec = lambda name: TensorSpec(name, "FP32", (-1,))  # noqa: E731
-    return ModelConfig("e", platform="ensemble", inputs=tuple(spec(n) for n in inputs),
-                       outputs=tuple(spec(n) for n in outputs), ensemble_scheduling=EnsembleScheduling(tuple(steps)))
+    return ModelConfig(
+        "e",
+        platform="ensemble",
+        inputs=tuple(spec(n) for n in inputs),
+        outputs=tuple(spec(n) for n in outputs),
+        ensemble_scheduling=EnsembleScheduling(tuple(steps)),
+    )
 
 
 def test_the_wiring_names_a_cycle_step_by_step():
-    steps = [EnsembleStep("a", -1, {"X": "IN", "Y": "C"}, {"Z": "OUT"}),
-             EnsembleStep("b", -1, {"X": "OUT"}, {"Z": "B"}),
-             EnsembleStep("c", -1, {"X": "B"}, {"Z": "C"})]
+    steps = [
+        EnsembleStep("a", -1, {"X": "IN", "Y": "C"}, {"Z": "OUT"}),
+        EnsembleStep("b", -1, {"X": "OUT"}, {"Z": "B"}),
+        EnsembleStep("c", -1, {"X": "B"}, {"Z": "C"}),
+    ]
     with pytest.raises(InvalidArgument) as raised:
         wiring(_ensemble(steps))
     assert "cycle" in str(raised.value)
@@ -134,7 +172,10 @@ def test_the_wiring_names_a_cycle_step_by_step():
 
 
 def test_the_wiring_bounds_the_number_of_steps_and_needs_one():
-    chain = [EnsembleStep("m", -1, {"X": "IN" if i == 0 else f"T{i}"}, {"Z": f"T{i + 1}"}) for i in range(MAX_STEPS + 1)]
+    chain = [
+        EnsembleStep("m", -1, {"X": "IN" if i == 0 else f"T{i}"}, {"Z": f"T{i + 1}"})
+        for i in range(MAX_STEPS + 1)
+    ]
     with pytest.raises(InvalidArgument, match="over the limit"):
         wiring(_ensemble(chain, outputs=(f"T{MAX_STEPS + 1}",)))
     with pytest.raises(InvalidArgument, match="no step"):
@@ -142,7 +183,10 @@ def test_the_wiring_bounds_the_number_of_steps_and_needs_one():
 
 
 def test_the_wiring_of_a_valid_graph_lists_each_steps_needs():
-    steps = [EnsembleStep("a", -1, {"X": "IN"}, {"Z": "MID"}), EnsembleStep("b", -1, {"X": "MID", "Y": "IN"}, {"Z": "OUT"})]
+    steps = [
+        EnsembleStep("a", -1, {"X": "IN"}, {"Z": "MID"}),
+        EnsembleStep("b", -1, {"X": "MID", "Y": "IN"}, {"Z": "OUT"}),
+    ]
     found = wiring(_ensemble(steps))
     assert found.needs == (frozenset(), frozenset({"MID"}))
     assert found.readers == {"IN": (0, 1), "MID": (1,)}

@@ -13,6 +13,7 @@ import shutil
 
 import numpy as np
 import pytest
+
 from modelplatform import DecoupledModel, InferenceRequest, ModelPlatformError, Tensor
 from modelplatform.settings import Settings
 from modelplatform.testing import InProcessServer
@@ -21,7 +22,7 @@ from ...conftest import MODEL_REPOSITORY
 from .models import ADD_PY, ensemble_model, python_model, step
 
 #: INT32 X -> Y = X * 10; fails on X == 2 when its parameter says so.
-TENFOLD_PY = '''
+TENFOLD_PY = """
 class Model:
     def load(self, config):
         self.fail_on_two = config.parameters.get("fail_on_two") == "yes"
@@ -30,16 +31,16 @@ class Model:
         if self.fail_on_two and int(inputs["X"].reshape(-1)[0]) == 2:
             raise RuntimeError("two is refused")
         return {"Y": inputs["X"] * 10}
-'''
-UPPER_PY = '''
+"""
+UPPER_PY = """
 import numpy as np
 
 
 class Model:
     def infer(self, inputs):
         return {"LOUD": np.array([w.upper() for w in inputs["WORD"].reshape(-1)], dtype=np.object_)}
-'''
-INT32_ONE = 'data_type: TYPE_INT32 dims: [ 1 ]'
+"""
+INT32_ONE = "data_type: TYPE_INT32 dims: [ 1 ]"
 
 
 def _int32(name: str) -> dict:
@@ -47,44 +48,97 @@ def _int32(name: str) -> dict:
 
 
 def _ensemble(root, name, inputs, outputs, steps) -> None:
-    ensemble_model(root, name, {
-        "platform": "ensemble", "max_batch_size": 0, "input": inputs, "output": outputs,
-        "ensemble_scheduling": {"step": steps}})
+    ensemble_model(
+        root,
+        name,
+        {
+            "platform": "ensemble",
+            "max_batch_size": 0,
+            "input": inputs,
+            "output": outputs,
+            "ensemble_scheduling": {"step": steps},
+        },
+    )
 
 
 @pytest.fixture
 def repository(tmp_path):
     for name in ("stream_counter", "word_stream"):
         shutil.copytree(MODEL_REPOSITORY / name, tmp_path / name)
-    tenfold = f'max_batch_size: 0\ninput [ {{ name: "X" {INT32_ONE} }} ]\noutput [ {{ name: "Y" {INT32_ONE} }} ]\n'
+    tenfold = (
+        f'max_batch_size: 0\ninput [ {{ name: "X" {INT32_ONE} }} ]\noutput [ {{ name: "Y" {INT32_ONE} }} ]\n'
+    )
     python_model(tmp_path, "tenfold", TENFOLD_PY, tenfold)
-    python_model(tmp_path, "tenfold_picky", TENFOLD_PY,
-                 tenfold + 'parameters { key: "fail_on_two" value { string_value: "yes" } }\n')
-    python_model(tmp_path, "add", ADD_PY, (
-        f'max_batch_size: 0\ninput [ {{ name: "A" {INT32_ONE} }}, {{ name: "B" {INT32_ONE} }} ]\n'
-        f'output [ {{ name: "OUTPUT0" {INT32_ONE} }} ]\n'))
-    python_model(tmp_path, "upper", UPPER_PY, (
-        'max_batch_size: 0\ninput [ { name: "WORD" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
-        'output [ { name: "LOUD" data_type: TYPE_STRING dims: [ 1 ] } ]\n'))
+    python_model(
+        tmp_path,
+        "tenfold_picky",
+        TENFOLD_PY,
+        tenfold + 'parameters { key: "fail_on_two" value { string_value: "yes" } }\n',
+    )
+    python_model(
+        tmp_path,
+        "add",
+        ADD_PY,
+        (
+            f'max_batch_size: 0\ninput [ {{ name: "A" {INT32_ONE} }}, {{ name: "B" {INT32_ONE} }} ]\n'
+            f'output [ {{ name: "OUTPUT0" {INT32_ONE} }} ]\n'
+        ),
+    )
+    python_model(
+        tmp_path,
+        "upper",
+        UPPER_PY,
+        (
+            'max_batch_size: 0\ninput [ { name: "WORD" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+            'output [ { name: "LOUD" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+        ),
+    )
     counted = step("stream_counter", {"COUNT": "COUNT"}, {"INDEX": "INDEX"})
-    _ensemble(tmp_path, "counted", [_int32("COUNT")], [_int32("OUT")],
-              [counted, step("tenfold", {"X": "INDEX"}, {"Y": "OUT"})])
-    _ensemble(tmp_path, "counted_picky", [_int32("COUNT")], [_int32("OUT")],
-              [counted, step("tenfold_picky", {"X": "INDEX"}, {"Y": "OUT"})])
+    _ensemble(
+        tmp_path,
+        "counted",
+        [_int32("COUNT")],
+        [_int32("OUT")],
+        [counted, step("tenfold", {"X": "INDEX"}, {"Y": "OUT"})],
+    )
+    _ensemble(
+        tmp_path,
+        "counted_picky",
+        [_int32("COUNT")],
+        [_int32("OUT")],
+        [counted, step("tenfold_picky", {"X": "INDEX"}, {"Y": "OUT"})],
+    )
     # A side branch that does not stream: computed once, read by every answer's step.
-    _ensemble(tmp_path, "counted_plus", [_int32("COUNT")], [_int32("OUT"), _int32("TEN")], [
-        step("add", {"A": "INDEX", "B": "TEN"}, {"OUTPUT0": "OUT"}),
-        counted,
-        step("tenfold", {"X": "COUNT"}, {"Y": "TEN"}),
-    ])
+    _ensemble(
+        tmp_path,
+        "counted_plus",
+        [_int32("COUNT")],
+        [_int32("OUT"), _int32("TEN")],
+        [
+            step("add", {"A": "INDEX", "B": "TEN"}, {"OUTPUT0": "OUT"}),
+            counted,
+            step("tenfold", {"X": "COUNT"}, {"Y": "TEN"}),
+        ],
+    )
     # A streaming step after a streaming step: the second counts to each count of the first.
-    _ensemble(tmp_path, "counted_twice", [_int32("COUNT")], [_int32("OUT")], [
-        counted, step("stream_counter", {"COUNT": "INDEX"}, {"INDEX": "OUT"})])
+    _ensemble(
+        tmp_path,
+        "counted_twice",
+        [_int32("COUNT")],
+        [_int32("OUT")],
+        [counted, step("stream_counter", {"COUNT": "INDEX"}, {"INDEX": "OUT"})],
+    )
     words = {"name": "TEXT", "data_type": "TYPE_STRING", "dims": [1]}
-    _ensemble(tmp_path, "loud_words", [words], [{**words, "name": "LOUD"}], [
-        step("word_stream", {"text_input": "TEXT"}, {"text_output": "WORD"}),
-        step("upper", {"WORD": "WORD"}, {"LOUD": "LOUD"}),
-    ])
+    _ensemble(
+        tmp_path,
+        "loud_words",
+        [words],
+        [{**words, "name": "LOUD"}],
+        [
+            step("word_stream", {"text_input": "TEXT"}, {"text_output": "WORD"}),
+            step("upper", {"WORD": "WORD"}, {"LOUD": "LOUD"}),
+        ],
+    )
     return tmp_path
 
 
@@ -143,7 +197,9 @@ def test_a_unary_call_gets_the_generator_steps_unary_answer(repository):
     async def run() -> tuple[list, bool]:
         async with InProcessServer(_settings(repository)) as server:
             response = await server.context.dataplane.infer(_count("counted", 3))
-            return response.outputs[0].data.tolist(), server.context.dataplane.model_config("counted").decoupled
+            return response.outputs[0].data.tolist(), server.context.dataplane.model_config(
+                "counted"
+            ).decoupled
 
     assert asyncio.run(run()) == ([30], False)
 

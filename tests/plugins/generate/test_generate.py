@@ -30,8 +30,11 @@ def test_generate_maps_fields_to_inputs_and_flattens_outputs(client):
     reply = client.post("/v2/models/simple/versions/1/generate", json=body)
     assert reply.status_code == 200 and reply.headers["content-type"] == "application/json"
     assert reply.json() == {
-        "id": "42", "model_name": "simple", "model_version": "1",
-        "OUTPUT0": [i + 1 for i in SEQUENCE], "OUTPUT1": [i - 1 for i in SEQUENCE],
+        "id": "42",
+        "model_name": "simple",
+        "model_version": "1",
+        "OUTPUT0": [i + 1 for i in SEQUENCE],
+        "OUTPUT1": [i - 1 for i in SEQUENCE],
     }
 
 
@@ -54,8 +57,9 @@ def test_generate_stream_sends_each_response_as_an_sse_event(client):
 
 
 def test_generate_stream_of_a_generator_model(client):
-    with httpx_sse.connect_sse(client, "POST", "/v2/models/stream_counter/generate_stream",
-                               json={"id": "c", "COUNT": 3}) as source:
+    with httpx_sse.connect_sse(
+        client, "POST", "/v2/models/stream_counter/generate_stream", json={"id": "c", "COUNT": 3}
+    ) as source:
         events = [orjson.loads(e.data) for e in source.iter_sse()]
     assert [(e["id"], e["INDEX"]) for e in events] == [("c", 1), ("c", 2), ("c", 3)]
 
@@ -102,8 +106,15 @@ def test_generate_is_advertised(client):
 
 @pytest.mark.parametrize(
     ("declared", "count", "shape"),
-    [([1], 1, [1]), ([-1, 1], 1, [1, 1]), ([-1, 16], 16, [1, 16]), ([-1], 3, [3]),
-     ([-1, -1], 3, [1, 3]), ([2, -1], 6, [2, 3]), ([], 1, [])],
+    [
+        ([1], 1, [1]),
+        ([-1, 1], 1, [1, 1]),
+        ([-1, 16], 16, [1, 16]),
+        ([-1], 3, [3]),
+        ([-1, -1], 3, [1, 3]),
+        ([2, -1], 6, [2, 3]),
+        ([], 1, []),
+    ],
 )
 def test_shapes_follow_tritons_two_passes(declared, count, shape):
     assert shape_for("x", declared, count) == shape

@@ -18,7 +18,9 @@ ROOT = HERE.parents[2]
 BUNDLED = ("identity_bytes", "identity_fp32", "simple", "saved_model_half_plus_three", "stream_counter")
 
 
-def make_repository(target: Path, extra: tuple[str, ...] = ("stream_progress", "stream_fail", "custom_echo")) -> Path:
+def make_repository(
+    target: Path, extra: tuple[str, ...] = ("stream_progress", "stream_fail", "custom_echo")
+) -> Path:
     for name in BUNDLED:
         shutil.copytree(ROOT / "model_repository" / name, target / name)
     for name in extra:
@@ -60,6 +62,8 @@ def call(
     return response.status, {k.lower(): v for k, v in response.getheaders()}, data
 
 
-def call_json(server: ServerProcess, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, dict]:
+def call_json(
+    server: ServerProcess, method: str, path: str, body: Any = None, **kwargs: Any
+) -> tuple[int, dict]:
     status, _, data = call(server, method, path, body, **kwargs)
     return status, orjson.loads(data)

@@ -44,10 +44,14 @@ def dag_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
 
 
 def _gtensors(first: list[int], second: list[int]) -> dict:
-    return {"gtensors": {"tensors": [
-        {"name": "INPUT0", "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": first},
-        {"name": "INPUT1", "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": second},
-    ]}}
+    return {
+        "gtensors": {
+            "tensors": [
+                {"name": "INPUT0", "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": first},
+                {"name": "INPUT1", "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": second},
+            ]
+        }
+    }
 
 
 def _outputs(body: dict) -> dict[str, list[int]]:
@@ -71,7 +75,8 @@ def test_grpc_predict_without_a_model_runs_the_dag_and_counts_each_node(dag_serv
     request = GrpsMessage()
     for name, values in (("INPUT0", ROW), ("INPUT1", [1] * 16)):
         request.gtensors.tensors.append(
-            GenericTensor(name=name, dtype=grps_pb2.DT_INT32, shape=[1, 16], flat_int32=values))
+            GenericTensor(name=name, dtype=grps_pb2.DT_INT32, shape=[1, 16], flat_int32=values)
+        )
     with grpc.insecure_channel(dag_server.grpc_url) as channel:
         reply = grps_pb2_grpc.GrpsServiceStub(channel).Predict(request)
     assert reply.status == Status(code=200, msg="OK", status=Status.SUCCESS), reply.status
@@ -94,13 +99,16 @@ def test_streaming_the_dag_is_refused_clearly(dag_server: ServerProcess) -> None
     assert "DAG" in body["status"]["msg"]
 
 
-@pytest.mark.parametrize(("table", "words"), [
-    ({"type": "parallel", "nodes": [{"model": "simple"}]}, "sequential"),
-    ({"nodes": []}, "1..256"),
-    ({"nodes": [{"model": "simple", "type": "python"}]}, "node 0"),
-    ({"nodes": [{"name": "n"}]}, "model must name"),
-    ({"nodes": [{"model": "simple"}], "extra": 1}, "unknown option"),
-])
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ({"type": "parallel", "nodes": [{"model": "simple"}]}, "sequential"),
+        ({"nodes": []}, "1..256"),
+        ({"nodes": [{"model": "simple", "type": "python"}]}, "node 0"),
+        ({"nodes": [{"name": "n"}]}, "model must name"),
+        ({"nodes": [{"model": "simple"}], "extra": 1}, "unknown option"),
+    ],
+)
 def test_a_bad_dag_table_is_refused_at_start_up(table: dict, words: str) -> None:
     with pytest.raises(InvalidArgument) as raised:
         GrpsOptions.from_mapping({"dag": table})
@@ -108,15 +116,30 @@ def test_a_bad_dag_table_is_refused_at_start_up(table: dict, words: str) -> None
 
 
 def test_the_dag_table_reads_like_grps_inference_yml() -> None:
-    options = GrpsOptions.from_mapping({"dag": {"type": "sequential", "name": "d", "nodes": [
-        {"name": "a", "type": "model", "model": "simple-1"}, {"name": "b", "type": "model", "model": "identity_fp32"}]}})
+    options = GrpsOptions.from_mapping(
+        {
+            "dag": {
+                "type": "sequential",
+                "name": "d",
+                "nodes": [
+                    {"name": "a", "type": "model", "model": "simple-1"},
+                    {"name": "b", "type": "model", "model": "identity_fp32"},
+                ],
+            }
+        }
+    )
     assert options.dag is not None and options.dag.name == "d"
-    assert [(n.name, n.model, n.version) for n in options.dag.nodes] == [("a", "simple", "1"), ("b", "identity_fp32", "")]
+    assert [(n.name, n.model, n.version) for n in options.dag.nodes] == [
+        ("a", "simple", "1"),
+        ("b", "identity_fp32", ""),
+    ]
 
 
 #: A DAG of two models: `simple`, then `simple_ensemble` (simple twice) fed by its outputs.
 MIXED_DAG = DAG.replace('name = "twice_simple"', 'name = "mixed"').replace(
-    '{ name = "second", type = "model", model = "simple" }', '{ name = "second", type = "model", model = "simple_ensemble" }')
+    '{ name = "second", type = "model", model = "simple" }',
+    '{ name = "second", type = "model", model = "simple_ensemble" }',
+)
 
 
 def test_a_key_limited_to_models_runs_the_dag_only_when_it_allows_every_model(tmp_path) -> None:
@@ -137,11 +160,17 @@ def test_a_key_limited_to_models_runs_the_dag_only_when_it_allows_every_model(tm
     shutil.copytree(MODEL_REPOSITORY / "simple_ensemble", repository / "simple_ensemble")
     with ServerProcess("--model-repository", str(repository), "--config", str(config),
                        "--api-keys-file", str(keys)) as server:  # fmt: skip
-        answers = {key: call_json(server, "POST", PREDICT, _gtensors(ROW, [3] * 16),
-                                  headers={"Authorization": f"Bearer {key}"})  # fmt: skip
-                   for key in ("first-only", "both")}
+        answers = {
+            key: call_json(
+                server, "POST", PREDICT, _gtensors(ROW, [3] * 16), headers={"Authorization": f"Bearer {key}"}
+            )  # fmt: skip
+            for key in ("first-only", "both")
+        }
     status, body = answers["both"]
     assert status == 200, body  # simple: (i + 3, i - 3); then simple_ensemble doubles both
     assert _outputs(body) == {"OUTPUT0": [2 * (i + 3) for i in ROW], "OUTPUT1": [2 * (i - 3) for i in ROW]}
     status, body = answers["first-only"]  # its first model is allowed: the second still refuses the DAG
-    assert (status, body["status"]["msg"]) == (403, "API key 'first-only' may not use model 'simple_ensemble'")
+    assert (status, body["status"]["msg"]) == (
+        403,
+        "API key 'first-only' may not use model 'simple_ensemble'",
+    )

@@ -38,7 +38,10 @@ def _assert_stopped(path: Path) -> None:
 def test_http_disconnect_stops_the_generator(grps_server: ServerProcess, tmp_path: Path) -> None:
     progress = tmp_path / "http.txt"
     body = orjson.dumps(
-        {"model": "stream_progress", "gmap": {"s_i32": {"COUNT": STEPS}, "s_s": {"PROGRESS_FILE": str(progress)}}}
+        {
+            "model": "stream_progress",
+            "gmap": {"s_i32": {"COUNT": STEPS}, "s_s": {"PROGRESS_FILE": str(progress)}},
+        }
     )
     request = (
         f"POST /grps/v1/infer/predict?streaming=true HTTP/1.1\r\nHost: 127.0.0.1\r\n"

@@ -30,7 +30,9 @@ def test_health_rpcs(stub: grps_pb2_grpc.GrpsServiceStub) -> None:
     assert _ok(stub.CheckReadiness(GrpsMessage()))
 
 
-def test_offline_over_grpc_is_seen_over_http(stub: grps_pb2_grpc.GrpsServiceStub, grps_server: ServerProcess) -> None:
+def test_offline_over_grpc_is_seen_over_http(
+    stub: grps_pb2_grpc.GrpsServiceStub, grps_server: ServerProcess
+) -> None:
     try:
         assert _ok(stub.Offline(GrpsMessage()))
         reply = stub.CheckReadiness(GrpsMessage())

@@ -17,12 +17,19 @@ from modelplatform_grps.status import success
 TENSOR = {"name": "x", "dtype": "DT_INT32", "shape": [1, 3], "flat_int32": [1, -2, 3]}
 DOCUMENTS = {
     "int32": {"model": "m", "gtensors": {"tensors": [TENSOR]}},
-    "every-numeric": {"gtensors": {"tensors": [
-        {"dtype": "DT_UINT8", "flat_uint8": [0, 255]}, {"dtype": "DT_INT8", "flat_int8": [-128, 127]},
-        {"dtype": "DT_INT16", "flat_int16": [-5]}, {"dtype": "DT_INT64", "flat_int64": [2**40]},
-        {"dtype": "DT_FLOAT32", "flat_float32": [0.1, 2]}, {"dtype": "DT_FLOAT64", "flat_float64": [1e300]},
-        {"dtype": "DT_STRING", "flat_string": ["a", "é"]},
-    ]}},  # fmt: skip
+    "every-numeric": {
+        "gtensors": {
+            "tensors": [
+                {"dtype": "DT_UINT8", "flat_uint8": [0, 255]},
+                {"dtype": "DT_INT8", "flat_int8": [-128, 127]},
+                {"dtype": "DT_INT16", "flat_int16": [-5]},
+                {"dtype": "DT_INT64", "flat_int64": [2**40]},
+                {"dtype": "DT_FLOAT32", "flat_float32": [0.1, 2]},
+                {"dtype": "DT_FLOAT64", "flat_float64": [1e300]},
+                {"dtype": "DT_STRING", "flat_string": ["a", "é"]},
+            ]
+        }
+    },  # fmt: skip
     "bool-in-ints": {"gtensors": {"tensors": [{**TENSOR, "flat_int32": [True, 2, 3]}]}},
     "bool-dtype": {"gtensors": {"tensors": [{**TENSOR, "dtype": True}]}},
     "string-for-list": {"gtensors": {"tensors": [{"dtype": "DT_STRING", "flat_string": "abc"}]}},
@@ -58,8 +65,12 @@ def test_shortcut_equals_parse_dict_or_steps_aside(name):
 
 
 OUTPUTS = {
-    "ints": [("A", "INT32", (1, 3), np.int32), ("B", "INT8", (3,), np.int8),
-             ("C", "INT16", (2, 1), np.int16), ("D", "UINT8", (2,), np.uint8)],  # fmt: skip
+    "ints": [
+        ("A", "INT32", (1, 3), np.int32),
+        ("B", "INT8", (3,), np.int8),
+        ("C", "INT16", (2, 1), np.int16),
+        ("D", "UINT8", (2,), np.uint8),
+    ],  # fmt: skip
     "bool": [("A", "BOOL", (2,), np.bool_)],
     "int64": [("A", "INT64", (2,), np.int64)],
     "float": [("A", "FP32", (2,), np.float32)],

@@ -18,7 +18,7 @@ from modelplatform_grps.protos.grps_pb2 import GrpsMessage
 from .conftest import call, call_json, make_repository
 
 PREDICT = "/grps/v1/infer/predict"
-SAMPLE = re.compile(r'^modelplatform_requests\{([^}]*)\} ([0-9.e+]+)$', re.M)
+SAMPLE = re.compile(r"^modelplatform_requests\{([^}]*)\} ([0-9.e+]+)$", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,9 @@ def _predict_http(server: ServerProcess, count: int) -> None:
         assert status == 200
 
 
-def test_totals_equal_the_statistics_grps_counts(server: ServerProcess, stub: grps_pb2_grpc.GrpsServiceStub) -> None:
+def test_totals_equal_the_statistics_grps_counts(
+    server: ServerProcess, stub: grps_pb2_grpc.GrpsServiceStub
+) -> None:
     _predict_http(server, 4)
     for _ in range(3):
         assert stub.Predict(GrpsMessage(model="identity_bytes", str_data="g")).status.code == 200

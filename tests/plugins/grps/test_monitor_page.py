@@ -37,7 +37,9 @@ def test_page_is_served_as_html_without_external_assets(grps_server: ServerProce
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make chromium)")
 def test_dashboard_draws_charts_with_data(grps_server: ServerProcess, tmp_path: Path) -> None:
     for index in range(5):
-        call_json(grps_server, "POST", "/grps/v1/infer/predict?model=identity_bytes", {"str_data": str(index)})
+        call_json(
+            grps_server, "POST", "/grps/v1/infer/predict?model=identity_bytes", {"str_data": str(index)}
+        )
     call_json(grps_server, "POST", "/grps/v1/infer/predict?model=identity_bytes", {"foo": 1})  # a failure
     time.sleep(1.1)  # the series reports whole seconds only
     command = [
@@ -54,7 +56,9 @@ def test_dashboard_draws_charts_with_data(grps_server: ServerProcess, tmp_path: 
     assert qps is not None
     assert float(re.search(r'data-max="([0-9.]+)"', qps.group(0)).group(1)) >= 1
     assert int(re.search(r'data-nonzero="(\d+)"', qps.group(0)).group(1)) >= 1
-    latency = re.search(r'<svg[^>]*data-chart="latency"[^>]*data-model="identity_bytes"[^>]*>(.*?)</svg>', dom, re.S)
+    latency = re.search(
+        r'<svg[^>]*data-chart="latency"[^>]*data-model="identity_bytes"[^>]*>(.*?)</svg>', dom, re.S
+    )
     assert latency is not None and latency.group(1).count("<polyline") == 3
     assert re.search(r'data-series="latency_p99_ms"', latency.group(1))
     assert "requests (last 60s): " in dom

@@ -14,9 +14,18 @@ GENERATED = ("grps_pb2.py", "grps_pb2.pyi", "grps_pb2_grpc.py")
 
 def test_generated_code_is_current(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-Iprotos", f"--python_out={tmp_path}",
-         f"--pyi_out={tmp_path}", f"--grpc_python_out={tmp_path}", PROTO],
-        cwd=ROOT, check=True,
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-Iprotos",
+            f"--python_out={tmp_path}",
+            f"--pyi_out={tmp_path}",
+            f"--grpc_python_out={tmp_path}",
+            PROTO,
+        ],
+        cwd=ROOT,
+        check=True,
     )
     committed = ROOT / "plugins/grps/modelplatform_grps/protos"
     for name in GENERATED:
@@ -31,13 +40,25 @@ def test_wire_names_and_numbers_match_grps() -> None:
     assert descriptor.package == "grps.protos.v1"
     service = descriptor.services_by_name["GrpsService"]
     assert [m.name for m in service.methods] == [
-        "Predict", "PredictStreaming", "Online", "Offline",
-        "CheckLiveness", "CheckReadiness", "ServerMetadata", "ModelMetadata",
+        "Predict",
+        "PredictStreaming",
+        "Online",
+        "Offline",
+        "CheckLiveness",
+        "CheckReadiness",
+        "ServerMetadata",
+        "ModelMetadata",
     ]
     assert service.methods_by_name["PredictStreaming"].server_streaming
     message = grps_pb2.GrpsMessage.DESCRIPTOR
     assert {f.name: f.number for f in message.fields} == {
-        "status": 1, "model": 2, "bin_data": 3, "str_data": 4, "gtensors": 5, "ndarray": 6, "gmap": 7,
+        "status": 1,
+        "model": 2,
+        "bin_data": 3,
+        "str_data": 4,
+        "gtensors": 5,
+        "ndarray": 6,
+        "gmap": 7,
     }
     tensor = grps_pb2.GenericTensor.DESCRIPTOR
     assert [(f.name, f.number) for f in tensor.fields][-2:] == [("flat_float64", 11), ("flat_string", 12)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import http.client
 
 import orjson
@@ -46,7 +45,9 @@ def test_offline_drains_grps_and_core_readiness_then_online_restores(grps_server
 
 
 def test_str_data_answers_str_data(grps_server: ServerProcess) -> None:
-    status, body = call_json(grps_server, "POST", PREDICT, {"model": "identity_bytes-1", "str_data": "hello grps"})
+    status, body = call_json(
+        grps_server, "POST", PREDICT, {"model": "identity_bytes-1", "str_data": "hello grps"}
+    )
     assert status == 200
     assert body == {"status": OK, "str_data": "hello grps"}
 
@@ -70,7 +71,9 @@ def test_ndarray_in_and_return_ndarray_out(grps_server: ServerProcess) -> None:
 
 
 def test_ndarray_without_return_ndarray_answers_gtensors(grps_server: ServerProcess) -> None:
-    status, body = call_json(grps_server, "POST", f"{PREDICT}?model=saved_model_half_plus_three", {"ndarray": [1.0]})
+    status, body = call_json(
+        grps_server, "POST", f"{PREDICT}?model=saved_model_half_plus_three", {"ndarray": [1.0]}
+    )
     assert status == 200
     assert body["gtensors"]["tensors"] == [
         {"name": "y", "dtype": "DT_FLOAT32", "shape": [1], "flat_float32": [3.5]}
@@ -91,7 +94,11 @@ def test_gtensors_simple_with_enum_names_and_numbers(grps_server: ServerProcess)
 
 
 def test_camel_case_keys_are_accepted(grps_server: ServerProcess) -> None:
-    body = {"gtensors": {"tensors": [{"name": "INPUT0", "dtype": "DT_FLOAT32", "shape": [2], "flatFloat32": [1, 2]}]}}
+    body = {
+        "gtensors": {
+            "tensors": [{"name": "INPUT0", "dtype": "DT_FLOAT32", "shape": [2], "flatFloat32": [1, 2]}]
+        }
+    }
     status, reply = call_json(grps_server, "POST", f"{PREDICT}?model=identity_fp32", body)
     assert status == 200
     assert reply["gtensors"]["tensors"][0]["flat_float32"] == [1.0, 2.0]
@@ -100,7 +107,11 @@ def test_camel_case_keys_are_accepted(grps_server: ServerProcess) -> None:
 def test_flat_double_is_an_alias_of_flat_float64(grps_server: ServerProcess) -> None:
     # identity_fp32 takes FP32, so an FP64 tensor is refused by validation - but with
     # its data counted, proving flat_double was read, not silently dropped.
-    body = {"gtensors": {"tensors": [{"name": "INPUT0", "dtype": "DT_FLOAT64", "shape": [2], "flat_double": [1, 2]}]}}
+    body = {
+        "gtensors": {
+            "tensors": [{"name": "INPUT0", "dtype": "DT_FLOAT64", "shape": [2], "flat_double": [1, 2]}]
+        }
+    }
     status, reply = call_json(grps_server, "POST", f"{PREDICT}?model=identity_fp32", body)
     assert status == 400
     assert "datatype FP32" in reply["status"]["msg"] and "FP64" in reply["status"]["msg"]
@@ -110,7 +121,11 @@ def test_flat_double_is_an_alias_of_flat_float64(grps_server: ServerProcess) -> 
 
 
 def test_missing_data_for_shape_is_a_clear_400(grps_server: ServerProcess) -> None:
-    body = {"gtensors": {"tensors": [{"name": "INPUT0", "dtype": "DT_FLOAT32", "shape": [3], "flat_float32": [1]}]}}
+    body = {
+        "gtensors": {
+            "tensors": [{"name": "INPUT0", "dtype": "DT_FLOAT32", "shape": [3], "flat_float32": [1]}]
+        }
+    }
     status, reply = call_json(grps_server, "POST", f"{PREDICT}?model=identity_fp32", body)
     assert status == 400
     assert "needs 3 values in flat_float32, got 1" in reply["status"]["msg"]
@@ -118,15 +133,21 @@ def test_missing_data_for_shape_is_a_clear_400(grps_server: ServerProcess) -> No
 
 def test_int64_values_are_json_strings(grps_server: ServerProcess) -> None:
     # stream_counter's unary answer is its last yield; gmap s_i64 feeds the INT32 input.
-    status, reply = call_json(grps_server, "POST", f"{PREDICT}?model=stream_counter", {"gmap": {"s_i64": {"COUNT": "3"}}})
+    status, reply = call_json(
+        grps_server, "POST", f"{PREDICT}?model=stream_counter", {"gmap": {"s_i64": {"COUNT": "3"}}}
+    )
     assert status == 200
     assert reply["gtensors"]["tensors"][0]["flat_int32"] == [3]
 
 
 def test_gmap_feeds_named_inputs(grps_server: ServerProcess) -> None:
-    status, reply = call_json(grps_server, "POST", PREDICT, {"model": "stream_counter", "gmap": {"s_i32": {"COUNT": 2}}})
+    status, reply = call_json(
+        grps_server, "POST", PREDICT, {"model": "stream_counter", "gmap": {"s_i32": {"COUNT": 2}}}
+    )
     assert status == 200 and reply["status"] == OK
-    assert reply["gtensors"]["tensors"] == [{"name": "INDEX", "dtype": "DT_INT32", "shape": [1], "flat_int32": [2]}]
+    assert reply["gtensors"]["tensors"] == [
+        {"name": "INDEX", "dtype": "DT_INT32", "shape": [1], "flat_int32": [2]}
+    ]
 
 
 @pytest.mark.parametrize("value", [3.5, 1e12, -1e12])
@@ -142,7 +163,9 @@ def test_payload_model_wins_over_query_and_default_applies(grps_server: ServerPr
         grps_server, "POST", f"{PREDICT}?model=identity_fp32", {"model": "identity_bytes", "str_data": "x"}
     )
     assert status == 200 and reply["str_data"] == "x"
-    status, reply = call_json(grps_server, "POST", PREDICT, {"ndarray": [7.0]})  # default_model identity_fp32-1
+    status, reply = call_json(
+        grps_server, "POST", PREDICT, {"ndarray": [7.0]}
+    )  # default_model identity_fp32-1
     assert status == 200
     assert reply["gtensors"]["tensors"][0]["flat_float32"] == [7.0]
 
@@ -163,8 +186,12 @@ def test_payload_model_wins_over_query_and_default_applies(grps_server: ServerPr
         ("application/json", b'{"model": "identity_fp32", "ndarray": ["a"]}', "rectangular"),
     ],
 )
-def test_bad_input_is_a_400_failure(grps_server: ServerProcess, content_type: str | None, body: bytes, message: str) -> None:
-    status, _, data = call(grps_server, "POST", f"{PREDICT}?model=identity_bytes", body, content_type=content_type)
+def test_bad_input_is_a_400_failure(
+    grps_server: ServerProcess, content_type: str | None, body: bytes, message: str
+) -> None:
+    status, _, data = call(
+        grps_server, "POST", f"{PREDICT}?model=identity_bytes", body, content_type=content_type
+    )
     reply = orjson.loads(data)
     assert status == 400
     assert reply["status"]["code"] == 400 and reply["status"]["status"] == "FAILURE"
@@ -245,7 +272,9 @@ def test_http_streaming_sends_one_message_per_chunk(grps_server: ServerProcess) 
 
 
 def test_http_stream_error_ends_with_failure_message(grps_server: ServerProcess) -> None:
-    status, _, chunks = _chunks(grps_server, f"{PREDICT}?model=stream_fail&streaming=true", {"gmap": {"s_i32": {"COUNT": 1}}})
+    status, _, chunks = _chunks(
+        grps_server, f"{PREDICT}?model=stream_fail&streaming=true", {"gmap": {"s_i32": {"COUNT": 1}}}
+    )
     assert status == 200
     messages = [orjson.loads(c) for c in chunks]
     assert [m["gtensors"]["tensors"][0]["flat_int32"] for m in messages[:2]] == [[1], [2]]
@@ -255,7 +284,9 @@ def test_http_stream_error_ends_with_failure_message(grps_server: ServerProcess)
 
 
 def test_streaming_a_plain_model_sends_one_message(grps_server: ServerProcess) -> None:
-    status, _, chunks = _chunks(grps_server, f"{PREDICT}?model=identity_fp32&streaming=true", {"ndarray": [1.0]})
+    status, _, chunks = _chunks(
+        grps_server, f"{PREDICT}?model=identity_fp32&streaming=true", {"ndarray": [1.0]}
+    )
     assert status == 200
     assert [orjson.loads(c)["gtensors"]["tensors"][0]["flat_float32"] for c in chunks] == [[1.0]]
 
@@ -268,7 +299,12 @@ def test_stream_error_before_the_first_message_keeps_its_status(grps_server: Ser
 
 def test_custom_model_route_gets_raw_body_and_headers(grps_server: ServerProcess) -> None:
     status, headers, data = call(
-        grps_server, "POST", "/custom/echo", b"hi there", content_type="text/anything", headers={"X-Probe": "p1"}
+        grps_server,
+        "POST",
+        "/custom/echo",
+        b"hi there",
+        content_type="text/anything",
+        headers={"X-Probe": "p1"},
     )
     assert status == 200
     assert headers["content-type"] == "text/plain"
@@ -310,7 +346,9 @@ def test_monitor_series_and_metrics_count_requests(grps_server: ServerProcess) -
 
     sent = time.time()
     deadline = sent + 30  # the monitor reads the counters once a second, after the second is over
-    while call_json(grps_server, "GET", "/grps/v1/monitor/metrics", content_type=None)[1]["sampled_at"] <= sent:
+    while (
+        call_json(grps_server, "GET", "/grps/v1/monitor/metrics", content_type=None)[1]["sampled_at"] <= sent
+    ):
         assert time.time() < deadline, "the monitor was not sampled within 30 s"
         time.sleep(0.2)
     status, series = call_json(grps_server, "GET", "/grps/v1/monitor/series?window=30", content_type=None)
@@ -327,11 +365,15 @@ def test_monitor_series_and_metrics_count_requests(grps_server: ServerProcess) -
     ("method", "path", "status"),
     [("GET", "/grps/v1/nope", 404), ("GET", PREDICT, 405), ("PATCH", "/grps/v1/health/live", 405)],
 )
-def test_framework_errors_under_grps_carry_status(grps_server: ServerProcess, method: str, path: str, status: int) -> None:
+def test_framework_errors_under_grps_carry_status(
+    grps_server: ServerProcess, method: str, path: str, status: int
+) -> None:
     code, _, data = call(grps_server, method, path, content_type=None)
     assert code == status
     assert orjson.loads(data)["status"] == {
-        "code": status, "msg": "Not Found" if status == 404 else "Method Not Allowed", "status": "FAILURE"
+        "code": status,
+        "msg": "Not Found" if status == 404 else "Method Not Allowed",
+        "status": "FAILURE",
     }
     code, _, data = call(grps_server, "GET", "/v2/nope", content_type=None)  # other paths keep Triton's shape
     assert (code, orjson.loads(data)) == (404, {"error": "Not Found"})
@@ -349,7 +391,9 @@ def _refused_other(server: ServerProcess, model: str) -> float:
     status, _, data = call(server, "GET", "/metrics", content_type=None)
     assert status == 200
     prefix = f'nv_inference_request_failure{{model="{model}",'
-    lines = [line for line in data.decode().splitlines() if line.startswith(prefix) and 'reason="OTHER"' in line]
+    lines = [
+        line for line in data.decode().splitlines() if line.startswith(prefix) and 'reason="OTHER"' in line
+    ]
     assert lines, data[:2000]
     return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
 

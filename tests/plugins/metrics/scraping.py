@@ -27,7 +27,10 @@ TFS_BODY = json.dumps({"inputs": {"INPUT0": [ROW], "INPUT1": [ROW]}})
 GRPS_BODY = json.dumps({"model": "simple-1", "gtensors": {"tensors": [
     {"name": n, "dtype": "DT_INT32", "shape": [1, 16], "flat_int32": ROW} for n in ("INPUT0", "INPUT1")
 ]}})  # fmt: skip
-BAD_INPUT = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 3], "data": [1, 2, 3]}]})
+BAD_INPUT = json.dumps(
+    {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 3], "data": [1, 2, 3]}]}
+)
+
 
 def call(port: int, method: str, path: str, body: str | None = None) -> tuple[int, str, bytes]:
     """One request on its own connection: status, content type, body."""
@@ -58,8 +61,6 @@ def scrape(port: int) -> tuple[str, Samples]:
 
 def value(samples: dict, name: str, **labels: str) -> float:
     return samples[(name, tuple(sorted(labels.items())))]
-
-
 
 
 def oip_grpc_infer(server: ServerProcess, times: int) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from modelplatform.testing import ServerProcess
 from modelplatform_grps.protos import grps_pb2, grps_pb2_grpc
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from ...conftest import MODEL_REPOSITORY
@@ -35,7 +35,14 @@ from .scraping import (
 SIMPLE = {"model": "simple", "version": "1"}
 PHASES = ("request", "queue", "compute_input", "compute_infer", "compute_output")
 #: Successful requests per protocol the traffic fixture sends to simple.
-SENT = {"oip_http": 3, "oip_grpc": 2, "tfserving_rest": 2, "tfserving_grpc": 1, "grps_http": 2, "grps_grpc": 1}
+SENT = {
+    "oip_http": 3,
+    "oip_grpc": 2,
+    "tfserving_rest": 2,
+    "tfserving_grpc": 1,
+    "grps_http": 2,
+    "grps_grpc": 1,
+}
 BATCHED_CALLS = 24
 
 
@@ -54,7 +61,9 @@ def _tfs_grpc(server: ServerProcess) -> None:
 def _grps_grpc(server: ServerProcess) -> None:
     message = grps_pb2.GrpsMessage(model="simple-1")
     for name in ("INPUT0", "INPUT1"):
-        message.gtensors.tensors.add(name=name, dtype=grps_pb2.DT_INT32, shape=[1, 16], flat_int32=list(range(16)))
+        message.gtensors.tensors.add(
+            name=name, dtype=grps_pb2.DT_INT32, shape=[1, 16], flat_int32=list(range(16))
+        )
     with grpc.insecure_channel(server.grpc_url) as channel:
         reply = grps_pb2_grpc.GrpsServiceStub(channel).Predict(message, timeout=30)
     assert reply.status.status == grps_pb2.Status.SUCCESS, reply
@@ -65,13 +74,22 @@ def _batched(server: ServerProcess) -> None:
     body = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 1], "data": [1.0]}]})
     path = "/v2/models/sleep_2ms_batched/infer"
     with ThreadPoolExecutor(8) as pool:
-        statuses = list(pool.map(lambda _: call(server.http_port, "POST", path, body)[0], range(BATCHED_CALLS)))
+        statuses = list(
+            pool.map(lambda _: call(server.http_port, "POST", path, body)[0], range(BATCHED_CALLS))
+        )
     assert statuses == [200] * BATCHED_CALLS
 
 
 @pytest.fixture(scope="module")
 def server():
-    args = ("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple", "--load-model", "sleep_2ms_batched")
+    args = (
+        "--model-repository",
+        str(MODEL_REPOSITORY),
+        "--load-model",
+        "simple",
+        "--load-model",
+        "sleep_2ms_batched",
+    )
     with ServerProcess(*args) as running:
         yield running
 
@@ -116,7 +134,11 @@ def test_latency_histograms_are_cumulative_and_count_what_the_counters_count(sam
         assert len(buckets) == 18 and buckets[-1][0] == float("inf"), buckets
         counts = [count for _, count in buckets]
         assert counts == sorted(counts), f"{phase}: buckets are not cumulative: {counts}"
-        assert buckets[-1][1] == value(samples, f"{family}_count", **SIMPLE) == expected_count.get(phase, executions)
+        assert (
+            buckets[-1][1]
+            == value(samples, f"{family}_count", **SIMPLE)
+            == expected_count.get(phase, executions)
+        )
     # The sums agree with Triton's cumulative counters (whole microseconds, rounded per observation).
     request_sum = value(samples, "nv_inference_request_duration_histogram_us_sum", **SIMPLE)
     assert 0 < request_sum <= value(samples, "nv_inference_request_duration_us", **SIMPLE) + 1
@@ -192,11 +214,15 @@ def test_histogram_latencies_false_leaves_the_histograms_out():
     assert value(samples, "modelplatform_requests", **SIMPLE, protocol="oip_http", outcome="success") == 1
 
 
-@pytest.mark.parametrize("config", ["histogram_buckets_us=500,100", "histogram_buckets_us=1,x", "histogram_buckets_us=0,5"])
+@pytest.mark.parametrize(
+    "config", ["histogram_buckets_us=500,100", "histogram_buckets_us=1,x", "histogram_buckets_us=0,5"]
+)
 def test_bad_buckets_stop_start_up(config):
     from tests.core.test_cli import _serve_until_it_exits
 
-    returncode, stderr = _serve_until_it_exits("--model-repository", str(MODEL_REPOSITORY), "--metrics-config", config)
+    returncode, stderr = _serve_until_it_exits(
+        "--model-repository", str(MODEL_REPOSITORY), "--metrics-config", config
+    )
     assert returncode != 0
     assert "histogram_buckets_us" in stderr, stderr
 
@@ -207,5 +233,9 @@ def test_every_metric_the_grafana_dashboard_reads_is_in_a_scrape(samples):
         names = metric_names(query)
         assert names, query
         # GPU families exist only where NVML finds a GPU.
-        missing = {n for n in names - scraped if not (n.startswith("nv_gpu_") and not any("nv_gpu" in s for s in scraped))}
+        missing = {
+            n
+            for n in names - scraped
+            if not (n.startswith("nv_gpu_") and not any("nv_gpu" in s for s in scraped))
+        }
         assert not missing, f"{query}: {missing}"

@@ -49,5 +49,9 @@ def test_every_gpu_family_has_one_sample_per_device():
         samples = [line for line in text.splitlines() if line.startswith(family + "{")]
         assert len(samples) == COUNT, (family, samples)
         assert all('gpu_uuid="' in line for line in samples), samples
-    total = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("nv_gpu_memory_total_bytes{")]
+    total = [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("nv_gpu_memory_total_bytes{")
+    ]
     assert all(value > 0 for value in total)

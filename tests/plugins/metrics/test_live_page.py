@@ -111,7 +111,9 @@ def test_page_is_html_without_external_assets(server: ServerProcess) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make chromium)")
-def test_page_in_chromium_shows_totals_split_models_and_series(traffic: ServerProcess, tmp_path: Path) -> None:
+def test_page_in_chromium_shows_totals_split_models_and_series(
+    traffic: ServerProcess, tmp_path: Path
+) -> None:
     time.sleep(2.5)  # at least two one-second points for the series
     command = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000",
                "--dump-dom", f"http://{traffic.http_url}/"]  # fmt: skip
@@ -145,7 +147,9 @@ def test_page_and_metrics_count_each_request_once_under_its_protocol(traffic: Se
     assert len(replies) == 3 and not any(reply.error_message for reply in replies)
     page = json.loads(get(traffic.http_port, "/live/data")[2])["protocols"]
     assert page["oip_grpc"] == before["oip_grpc"] + 3
-    assert {k: v for k, v in page.items() if k != "oip_grpc"} == {k: v for k, v in before.items() if k != "oip_grpc"}
+    assert {k: v for k, v in page.items() if k != "oip_grpc"} == {
+        k: v for k, v in before.items() if k != "oip_grpc"
+    }
     metrics: dict[str, float] = {}
     for (name, labels), count in scrape(traffic.http_port)[1].items():
         if name == "modelplatform_requests":

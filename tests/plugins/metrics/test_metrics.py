@@ -10,7 +10,17 @@ import pytest
 from modelplatform.testing import ServerProcess
 
 from ...conftest import MODEL_REPOSITORY
-from .scraping import BAD_INPUT, GRPS_BODY, OIP_BODY, TFS_BODY, call, oip_grpc_infer, scrape, value, wait_all_ready
+from .scraping import (
+    BAD_INPUT,
+    GRPS_BODY,
+    OIP_BODY,
+    TFS_BODY,
+    call,
+    oip_grpc_infer,
+    scrape,
+    value,
+    wait_all_ready,
+)
 
 TRITON_FAMILIES = {
     "nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
@@ -75,7 +85,9 @@ def test_triton_names_without_total_or_created(server, traffic):
     text, samples = scrape(server.metrics_port)
     names = {name for name, _ in samples}
     assert TRITON_FAMILIES <= names
-    sample_names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if not line.startswith("#")}
+    sample_names = {
+        line.split("{")[0].split(" ")[0] for line in text.splitlines() if not line.startswith("#")
+    }
     assert not any(n.endswith(("_total", "_created")) for n in sample_names), sample_names
     assert "# TYPE nv_inference_count counter" in text
     assert "# TYPE nv_inference_pending_request_count gauge" in text
@@ -115,4 +127,3 @@ def test_one_scrape_of_either_port_sums_every_worker():
             for port in (running.metrics_port, running.http_port):
                 _, samples = scrape(port)
                 assert value(samples, "nv_inference_request_success", model="simple", version="1") == sent
-

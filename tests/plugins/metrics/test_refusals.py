@@ -67,9 +67,9 @@ def _changes(before: Samples, after: Samples) -> dict[str, float]:
         changes[key] = total(after, family, **labels) - total(before, family, **labels)
     for protocol in ("oip_http", "oip_grpc", "tfserving_rest", "tfserving_grpc", "grps_http", "grps_grpc"):
         for outcome in ("success", "failure"):
-            changes[f"{protocol}:{outcome}"] = total(after, BY_PROTOCOL, protocol=protocol, outcome=outcome) - total(
-                before, BY_PROTOCOL, protocol=protocol, outcome=outcome
-            )
+            changes[f"{protocol}:{outcome}"] = total(
+                after, BY_PROTOCOL, protocol=protocol, outcome=outcome
+            ) - total(before, BY_PROTOCOL, protocol=protocol, outcome=outcome)
     return {key: change for key, change in changes.items() if change}
 
 
@@ -164,8 +164,8 @@ def test_health_and_metadata_errors_are_not_inference(server):
 def test_tfserving_grpc_predict_refused_by_the_dialect_counts_once(server, model):
     """An unknown model (TF Serving resolves names itself) and, for a known one, a request
     without inputs: both refused before the dataplane is asked."""
-    from modelplatform_tfserving.protos import serving_apis_pb2 as apis
     from modelplatform_tfserving.protos import services_pb2_grpc as services
+    from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 
     def act() -> None:
         request = apis.PredictRequest()
@@ -193,7 +193,9 @@ def test_grps_grpc_predict_answered_in_band_counts_once(server):
 
     def act() -> None:
         with grpc.insecure_channel(server.grpc_url) as channel:
-            reply = grps_pb2_grpc.GrpsServiceStub(channel).Predict(_grps_message("no_such_model", b"x"), timeout=30)
+            reply = grps_pb2_grpc.GrpsServiceStub(channel).Predict(
+                _grps_message("no_such_model", b"x"), timeout=30
+            )
         assert reply.status.code >= 400, reply
 
     assert counted(server, act) == one_refusal("", "grps_grpc")
@@ -201,6 +203,7 @@ def test_grps_grpc_predict_answered_in_band_counts_once(server):
 
 def test_stream_infer_refusals_count_once_each(server):
     """ModelStreamInfer answers a refused request in the stream: each counts once."""
+
     def requests():
         for datatype in ("NOT_A_TYPE", "FP32"):
             row = np.arange(16, dtype=np.int32).tobytes()

@@ -57,9 +57,7 @@ def probe(client: grpcclient.InferenceServerClient) -> dict:
     out["fp16"] = result.as_numpy("OUTPUT0").astype(float).tolist()
 
     text = np.array([[str(i).encode() for i in range(16)]], dtype=object)
-    result = client.infer(
-        "simple_string", [_input("INPUT0", text, "BYTES"), _input("INPUT1", text, "BYTES")]
-    )
+    result = client.infer("simple_string", [_input("INPUT0", text, "BYTES"), _input("INPUT1", text, "BYTES")])
     out["simple_string"] = [x.decode() for x in result.as_numpy("OUTPUT0").reshape(-1)]
 
     out["stream"] = stream(client, a, b)
@@ -74,9 +72,7 @@ def probe(client: grpcclient.InferenceServerClient) -> dict:
         s["name"] for s in client.get_inference_statistics(as_json=True)["model_stats"]
     )
     out["errors"] = {
-        "unknown_model": _error(
-            lambda: client.infer("no_such_model", [_input("INPUT0", a, "INT32")])
-        ),
+        "unknown_model": _error(lambda: client.infer("no_such_model", [_input("INPUT0", a, "INT32")])),
         "wrong_shape": _error(
             lambda: client.infer(
                 "simple",

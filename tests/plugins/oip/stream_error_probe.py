@@ -37,8 +37,7 @@ def _stream(url: str, headers: dict | None) -> list[dict]:
     """simple "a", then an unknown model "b", then simple "c", each after the last callback."""
     client = grpcclient.InferenceServerClient(url)
     results: queue.Queue = queue.Queue()
-    client.start_stream(callback=lambda result, error: results.put((result, error)),
-                        headers=headers)
+    client.start_stream(callback=lambda result, error: results.put((result, error)), headers=headers)
     seen: list[dict] = []
     try:
         for request_id, model in (("a", "simple"), ("b", "no_such_model"), ("c", "simple")):
@@ -54,7 +53,11 @@ def _stream(url: str, headers: dict | None) -> list[dict]:
 
 if __name__ == "__main__":
     url = sys.argv[1]
-    print(json.dumps({
-        "error_mode": _stream(url, {"triton_grpc_error": "true"}),
-        "default_mode": _stream(url, None),
-    }))
+    print(
+        json.dumps(
+            {
+                "error_mode": _stream(url, {"triton_grpc_error": "true"}),
+                "default_mode": _stream(url, None),
+            }
+        )
+    )

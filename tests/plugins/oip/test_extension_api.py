@@ -29,10 +29,10 @@ from modelplatform_oip.api import (
     raw_array,
     response_document,
 )
+from tests.conftest import ROOT
 
 from ...http_wire import get_status as _get_status
 from ...http_wire import post
-from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "plugins" / "oip-extension-api.md"
 CONFIG = """
@@ -155,6 +155,7 @@ def _grpc_code(port: int, method: str) -> grpc.StatusCode:
 
 async def test_blocking_the_repository_extension_leaves_oip_serving(repository):
     """Every installed plugin loads but the blocked one (the operator's ``--disable-plugin``)."""
+
     def settings(*blocked: str) -> Settings:
         return Settings(model_repository=repository, host="127.0.0.1", http_port=free_port(),
                         grpc_port=free_port(), disable_plugins=blocked)  # fmt: skip
@@ -168,4 +169,3 @@ async def test_blocking_the_repository_extension_leaves_oip_serving(repository):
             answers[name] = (index[0], code, live)
     assert answers["with"] == (200, grpc.StatusCode.OK, 200)
     assert answers["without"] == (404, grpc.StatusCode.UNIMPLEMENTED, 200)
-

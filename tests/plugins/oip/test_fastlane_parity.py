@@ -25,10 +25,12 @@ def _json(inputs: list[dict], **extra: object) -> bytes:
 
 
 def _simple(data0: list[int] = ONES, shape: list[int] = [1, 16]) -> bytes:  # noqa: B006
-    return _json([
-        {"name": "INPUT0", "datatype": "INT32", "shape": shape, "data": data0},
-        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": ZEROS},
-    ])
+    return _json(
+        [
+            {"name": "INPUT0", "datatype": "INT32", "shape": shape, "data": data0},
+            {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": ZEROS},
+        ]
+    )
 
 
 def _binary() -> tuple[bytes, str]:
@@ -45,7 +47,9 @@ def _binary() -> tuple[bytes, str]:
 
 BINARY, BINARY_HEADER = _binary()
 #: A small gzip body whose answer is over 1 MiB: written in parts by both paths.
-LARGE_ANSWER = gzip.compress(_json([{"name": "INPUT0", "datatype": "FP32", "shape": [400_000], "data": [0.0] * 400_000}]))
+LARGE_ANSWER = gzip.compress(
+    _json([{"name": "INPUT0", "datatype": "FP32", "shape": [400_000], "data": [0.0] * 400_000}])
+)
 
 CASES = {
     "json": ("/v2/models/simple/infer", _simple(), ()),

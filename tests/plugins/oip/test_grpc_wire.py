@@ -84,9 +84,7 @@ def test_over_16_mib_request_with_wrong_sizes(stub):
 
 def test_fp16_typed_contents_refused(stub):
     request = pb.ModelInferRequest(model_name="identity_fp16")
-    request.inputs.add(name="INPUT0", datatype="FP16", shape=[2]).contents.fp32_contents.extend(
-        [1, 2]
-    )
+    request.inputs.add(name="INPUT0", datatype="FP16", shape=[2]).contents.fp32_contents.extend([1, 2])
     code, details = _code(lambda: stub.ModelInfer(request))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert "raw_input_contents" in details
@@ -126,9 +124,7 @@ def test_model_config_is_the_config_message(stub):
 
 
 def test_statistics_for_unknown_version(stub):
-    code, _ = _code(
-        lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="simple", version="9"))
-    )
+    code, _ = _code(lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="simple", version="9")))
     assert code == grpc.StatusCode.NOT_FOUND
 
 

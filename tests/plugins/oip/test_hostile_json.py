@@ -40,8 +40,12 @@ def _pair(datatype: str, data: list) -> dict:
 INFER = {
     "simple": _pair("INT32", [list(range(16))]),
     "simple_string": _pair("BYTES", [str(i) for i in range(16)]),
-    "saved_model_half_plus_three": {"inputs": [{"name": "x", "datatype": "FP32", "shape": [3], "data": [1.0, 2.0, 5.0]}]},
-    "identity_fp32": {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 2], "data": [[1.0, 2.0]]}]},
+    "saved_model_half_plus_three": {
+        "inputs": [{"name": "x", "datatype": "FP32", "shape": [3], "data": [1.0, 2.0, 5.0]}]
+    },
+    "identity_fp32": {
+        "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 2], "data": [[1.0, 2.0]]}]
+    },
 }
 BINARY_HEADER = {
     "inputs": [
@@ -137,7 +141,11 @@ def test_load_config_override_type_confusion_is_4xx(hostile_server):
     ("model", "tensor", "words"),
     [
         ("saved_model_half_plus_three", {"name": "x", "shape": [0], "datatype": [], "data": []}, "datatype"),
-        ("simple", {"name": "INPUT0", "shape": [1, 16], "datatype": [[12, 19], -2147483649, None, 13], "data": []}, "datatype"),
+        (
+            "simple",
+            {"name": "INPUT0", "shape": [1, 16], "datatype": [[12, 19], -2147483649, None, 13], "data": []},
+            "datatype",
+        ),
         ("simple", {"name": "INPUT0", "shape": [0, 2**70], "datatype": "INT32", "data": []}, "shape"),
         ("simple", {"name": "INPUT0", "shape": [-1, 16], "datatype": "INT32", "data": []}, "shape"),
         ("simple", {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": [2**70] * 16}, "INPUT0"),

@@ -34,12 +34,12 @@ PROBE = Path(__file__).with_name("stream_error_probe.py")
 ERROR_MODE = (("triton_grpc_error", "true"),)
 WAIT = 30  # seconds for one answer: generous on a loaded machine
 
+
 @pytest.fixture(scope="module")
 def stream_server(tmp_path_factory) -> Iterator[ServerProcess]:
     repository = tmp_path_factory.mktemp("repository")
     shutil.copytree(ROOT / "model_repository" / "simple", repository / "simple")
-    shutil.copytree(ROOT / "tests" / "e2e" / "streaming_models" / "fail_midway",
-                    repository / "fail_midway")
+    shutil.copytree(ROOT / "tests" / "e2e" / "streaming_models" / "fail_midway", repository / "fail_midway")
     add_slow_model(repository, instances=4)
     with ServerProcess("--model-repository", str(repository)) as process:
         process.slow_dir = repository / "slow" / "1"
@@ -111,7 +111,7 @@ class Lockstep:
     def __iter__(self) -> Iterator[pb.ModelInferRequest]:
         for after, request in self.steps:
             with self.changed:
-                if not self.changed.wait_for(lambda: self.answered >= after or self.closed, WAIT):
+                if not self.changed.wait_for(lambda after=after: self.answered >= after or self.closed, WAIT):
                     return
                 if self.closed:
                     return
@@ -150,7 +150,9 @@ def test_without_the_header_an_error_is_a_message_and_the_stream_goes_on(stub):
     seen, error = run_stream(stub, steps, until=3)
     assert error is None
     assert [reply.error_message for reply in seen] == [
-        "", "Request for unknown model: 'no_such_model' is not found", ""
+        "",
+        "Request for unknown model: 'no_such_model' is not found",
+        "",
     ]
     assert answered_ids(seen) == ["a", "c"]
 
@@ -178,7 +180,8 @@ def test_the_status_is_the_one_a_unary_call_gets(stub):
 def test_a_model_failing_midway_ends_the_stream_after_its_responses(stub):
     seen, error = run_stream(stub, [(0, fail_midway())], metadata=ERROR_MODE)
     assert [np.frombuffer(r.infer_response.raw_output_contents[0], "<i4").tolist() for r in seen] == [
-        [1], [2]
+        [1],
+        [2],
     ]
     assert error is not None
     assert error.code() == grpc.StatusCode.INTERNAL
@@ -189,7 +192,9 @@ def test_without_the_header_a_model_failing_midway_is_a_message(stub):
     seen, error = run_stream(stub, [(0, fail_midway()), (3, simple("after"))], until=4)
     assert error is None
     assert [reply.error_message for reply in seen[:3]] == [
-        "", "", "model 'fail_midway' failed: RuntimeError: broke after two"
+        "",
+        "",
+        "model 'fail_midway' failed: RuntimeError: broke after two",
     ]
     assert answered_ids(seen[3:]) == ["after"]
 
@@ -231,7 +236,9 @@ def test_many_requests_on_one_stream_then_an_error_end_cleanly(stub):
 def probe(stream_server) -> dict:
     done = subprocess.run(
         [sys.executable, str(PROBE), stream_server.grpc_url],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -240,8 +247,10 @@ def probe(stream_server) -> dict:
 def test_tritonclient_with_the_header_sees_the_status_after_the_answers(probe):
     assert probe["error_mode"] == [
         {"id": "a"},
-        {"status": "StatusCode.NOT_FOUND",
-         "message": "Request for unknown model: 'no_such_model' is not found"},
+        {
+            "status": "StatusCode.NOT_FOUND",
+            "message": "Request for unknown model: 'no_such_model' is not found",
+        },
     ]
 
 

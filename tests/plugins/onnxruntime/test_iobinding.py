@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
-import onnx
 from onnx import TensorProto
 
 from modelplatform import InferenceRequest, InferenceResponse, ModelConfig, RequestedOutput, Tensor
@@ -40,14 +40,18 @@ def test_the_plan_knows_fixed_and_input_derived_shapes_only():
 
 async def _backend(tmp_path: Path, model, dims, max_batch_size: int = 0) -> OnnxRuntimeBackend:
     add_model(tmp_path, "m", model, dims, max_batch_size)
-    config = ModelConfig.from_json({"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": max_batch_size})
+    config = ModelConfig.from_json(
+        {"name": "m", "platform": "onnxruntime_onnx", "max_batch_size": max_batch_size}
+    )
     backend = OnnxRuntimeBackend(config, tmp_path / "m" / "1")
     await backend.load()
     return backend
 
 
 def _request(x: np.ndarray, destination: memoryview | None) -> InferenceRequest:
-    return InferenceRequest("m", [Tensor.from_array("X", x)], outputs=[RequestedOutput("Y", destination=destination)])
+    return InferenceRequest(
+        "m", [Tensor.from_array("X", x)], outputs=[RequestedOutput("Y", destination=destination)]
+    )
 
 
 async def _answer(backend: OnnxRuntimeBackend, x: np.ndarray, destination: memoryview | None) -> np.ndarray:
@@ -122,7 +126,9 @@ async def test_requests_merged_into_one_batch_take_the_copy(tmp_path):
 
 async def test_a_destination_over_an_input_is_not_bound(tmp_path):
     # written in place, Transpose would overwrite input rows it has not read yet
-    backend = await _backend(tmp_path, graph("Transpose", ["rows", "cols"], ["cols", "rows"]), ["rows", "cols"])
+    backend = await _backend(
+        tmp_path, graph("Transpose", ["rows", "cols"], ["cols", "rows"]), ["rows", "cols"]
+    )
     shared = bytearray(4 * 64 * 32)
     x = np.frombuffer(shared, np.float32).reshape(64, 32)
     x[:] = np.arange(x.size, dtype=np.float32).reshape(64, 32)

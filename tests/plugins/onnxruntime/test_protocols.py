@@ -33,7 +33,10 @@ def _post(url: str, body: dict) -> dict:
 def test_oip_rest_tritonclient(server):
     a, b = _inputs()
     client = httpclient.InferenceServerClient(server.http_url)
-    inputs = [httpclient.InferInput("INPUT0", [2, 16], "FP32"), httpclient.InferInput("INPUT1", [2, 16], "FP32")]
+    inputs = [
+        httpclient.InferInput("INPUT0", [2, 16], "FP32"),
+        httpclient.InferInput("INPUT1", [2, 16], "FP32"),
+    ]
     inputs[0].set_data_from_numpy(a, binary_data=False)
     inputs[1].set_data_from_numpy(b, binary_data=False)
     outputs = [httpclient.InferRequestedOutput(n, binary_data=False) for n in ("OUTPUT0", "OUTPUT1")]
@@ -46,7 +49,11 @@ def test_oip_rest_tritonclient(server):
 
 
 def test_oip_rest_wrong_datatype_is_a_clean_400(server):
-    body = {"inputs": [{"name": n, "shape": [1, 16], "datatype": "INT32", "data": [1] * 16} for n in ("INPUT0", "INPUT1")]}
+    body = {
+        "inputs": [
+            {"name": n, "shape": [1, 16], "datatype": "INT32", "data": [1] * 16} for n in ("INPUT0", "INPUT1")
+        ]
+    }
     with pytest.raises(urllib.error.HTTPError) as caught:
         _post(f"http://{server.http_url}/v2/models/{MODEL}/infer", body)
     assert caught.value.code == 400
@@ -88,7 +95,10 @@ def test_grps_rest_gtensors(server):
         {"name": name, "dtype": "DT_FLOAT32", "shape": [2, 16], "flat_float32": array.ravel().tolist()}
         for name, array in (("INPUT0", a), ("INPUT1", b))
     ]
-    answer = _post(f"http://{server.http_url}/grps/v1/infer/predict", {"model": f"{MODEL}-1", "gtensors": {"tensors": tensors}})
+    answer = _post(
+        f"http://{server.http_url}/grps/v1/infer/predict",
+        {"model": f"{MODEL}-1", "gtensors": {"tensors": tensors}},
+    )
     by_name = {t["name"]: t for t in answer["gtensors"]["tensors"]}
     np.testing.assert_allclose(np.array(by_name["OUTPUT1"]["flat_float32"]).reshape(2, 16), a - b)
 
@@ -96,8 +106,8 @@ def test_grps_rest_gtensors(server):
 @pytest.mark.skipif("tfserving-grpc" not in INSTALLED, reason="tfserving-grpc plugin is not installed")
 def test_tfserving_grpc_predict(server):
     grpc = pytest.importorskip("grpc")
-    from modelplatform_tfserving.protos import serving_apis_pb2 as apis
     from modelplatform_tfserving.protos import services_pb2_grpc as services
+    from modelplatform_tfserving.protos import serving_apis_pb2 as apis
     from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
     a, b = _inputs()
@@ -136,11 +146,12 @@ def test_served_config_is_completed_from_the_graph(tmp_path):
     (tmp_path / "auto_onnx" / "config.pbtxt").write_text('platform: "onnxruntime_onnx"\n')
     plugins = ",".join(p for p in ("oip-rest", "onnxruntime") if p in INSTALLED)
     with ServerProcess("--model-repository", str(tmp_path), "--plugins", plugins) as served:
-        with urllib.request.urlopen(f"http://{served.http_url}/v2/models/auto_onnx/config", timeout=30) as reply:
+        with urllib.request.urlopen(
+            f"http://{served.http_url}/v2/models/auto_onnx/config", timeout=30
+        ) as reply:
             config = json.loads(reply.read())
     assert config["max_batch_size"] == 4
     assert [(t["name"], t["data_type"], t["dims"]) for t in config["input"]] == [
         ("INPUT0", "TYPE_FP32", [16]),
         ("INPUT1", "TYPE_FP32", [16]),
     ]
-

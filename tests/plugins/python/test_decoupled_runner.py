@@ -35,7 +35,9 @@ HEADER = """
         return pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], np.float32))])
 """
 # Sends every response from execute itself, the last one carrying the final flag.
-INLINE = HEADER + """
+INLINE = (
+    HEADER
+    + """
     class TritonPythonModel:
         def execute(self, requests):
             count = int(requests[0].inputs()[0].as_numpy()[0])
@@ -44,8 +46,11 @@ INLINE = HEADER + """
                 sender.send(response(value))
             sender.send(response(count), flags=FINAL)
 """
+)
 # Returns at once; a thread sends until the request is cancelled, then records it.
-FOREVER = HEADER + """
+FOREVER = (
+    HEADER
+    + """
     STOPPED = threading.Event()
 
     class TritonPythonModel:
@@ -64,29 +69,42 @@ FOREVER = HEADER + """
                 pass
             STOPPED.set()
 """
-FAILING = HEADER + """
+)
+FAILING = (
+    HEADER
+    + """
     class TritonPythonModel:
         def execute(self, requests):
             requests[0].get_response_sender().send(response(1))
             raise RuntimeError("gave up")
 """
-RETURNING = HEADER + """
+)
+RETURNING = (
+    HEADER
+    + """
     class TritonPythonModel:
         def execute(self, requests):
             return [response(1)]
 """
-ERROR_RESPONSE = HEADER + """
+)
+ERROR_RESPONSE = (
+    HEADER
+    + """
     class TritonPythonModel:
         def execute(self, requests):
             error = pb_utils.TritonError("no such word", pb_utils.TritonError.INVALID_ARG)
             sender = requests[0].get_response_sender()
             sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
 """
-NOT_DECOUPLED = HEADER + """
+)
+NOT_DECOUPLED = (
+    HEADER
+    + """
     class TritonPythonModel:
         def execute(self, requests):
             requests[0].get_response_sender()
 """
+)
 
 
 def backend(tmp_path: Path, source: str, decoupled: bool = True) -> PythonBackend:

@@ -65,8 +65,7 @@ instance_group [ { count: 1 } ]
 
 def parameters(**values: str) -> str:
     return "\n".join(
-        f'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}'
-        for key, value in values.items()
+        f'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}' for key, value in values.items()
     )
 
 
@@ -141,12 +140,15 @@ HANGS = """
 
 #: Models whose bounds are refused at load: (parameters, words of the reason).
 REFUSED = {
-    "bad_timeout": ({**PROCESS, "python.execute_timeout_secs": "soon"},
-                    ["python.execute_timeout_secs", "must be a number", "'soon'"]),
-    "negative_memory": ({**PROCESS, "python.max_memory_mib": "-5"},
-                        ["python.max_memory_mib", "-5"]),
-    "bounded_thread": ({"python.execute_timeout_secs": "5"},
-                       ["python.execute_timeout_secs", "'process'", "cannot be stopped"]),
+    "bad_timeout": (
+        {**PROCESS, "python.execute_timeout_secs": "soon"},
+        ["python.execute_timeout_secs", "must be a number", "'soon'"],
+    ),
+    "negative_memory": ({**PROCESS, "python.max_memory_mib": "-5"}, ["python.max_memory_mib", "-5"]),
+    "bounded_thread": (
+        {"python.execute_timeout_secs": "5"},
+        ["python.execute_timeout_secs", "'process'", "cannot be stopped"],
+    ),
 }
 
 
@@ -164,14 +166,27 @@ def served(tmp_path_factory):
     write_model(root, "steady", STEADY, 1, PROCESS)
     write_model(root, "hangs", HANGS, 1, PROCESS)
     (root / "faulty_batched" / "1").mkdir(parents=True)
-    (root / "faulty_batched" / "config.pbtxt").write_text(BATCHED_CONFIG.replace("@PARAMETERS@", parameters(**BOUNDED)))
+    (root / "faulty_batched" / "config.pbtxt").write_text(
+        BATCHED_CONFIG.replace("@PARAMETERS@", parameters(**BOUNDED))
+    )
     (root / "faulty_batched" / "1" / "model.py").write_text(textwrap.dedent(FAULTY))
     for name, (params, _) in REFUSED.items():
         write_model(root, name, STEADY, 1, params)
     settings = root.parent / "faults-settings.toml"
     settings.write_text("[plugins.python]\nexecute_timeout_secs = 2.5\n")
-    args = ("--model-repository", str(root), "--config", str(settings), "--log-format", "json",
-            "--model-control-mode", "explicit", "--load-model", "*", "--no-strict-readiness")
+    args = (
+        "--model-repository",
+        str(root),
+        "--config",
+        str(settings),
+        "--log-format",
+        "json",
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "*",
+        "--no-strict-readiness",
+    )
     with ServerProcess(*args, timeout=180) as server:
         yield server
 
@@ -247,8 +262,7 @@ class Neighbours:
         self._stop = threading.Event()
         self.results: list[tuple[str, int, dict]] = []
         self._pool = ThreadPoolExecutor(2)
-        self._futures = [self._pool.submit(self._loop, m, v) for m, v in
-                         (("faulty", 0.0), ("steady", 1.0))]
+        self._futures = [self._pool.submit(self._loop, m, v) for m, v in (("faulty", 0.0), ("steady", 1.0))]
 
     def _loop(self, model: str, value: float) -> None:
         while not self._stop.is_set():
@@ -324,8 +338,7 @@ def test_a_hang_past_the_execute_timeout_is_killed_and_replaced(served):
     assert status == 500
     assert HANG_TIMEOUT_S - 0.5 < took < HANG_TIMEOUT_S + SLACK_S
     assert body["error"].endswith(
-        f": its process did not answer within {HANG_TIMEOUT_S} s "
-        "(python.execute_timeout_secs) and was killed"
+        f": its process did not answer within {HANG_TIMEOUT_S} s (python.execute_timeout_secs) and was killed"
     ), body
 
 
@@ -386,7 +399,10 @@ print(json.dumps(answers))
 def test_grpc_clients_get_internal_with_the_reason(served):
     done = subprocess.run(
         [sys.executable, "-c", GRPC_CLIENT, served.grpc_url],
-        capture_output=True, text=True, timeout=3 * TIMEOUT_S, check=True,
+        capture_output=True,
+        text=True,
+        timeout=3 * TIMEOUT_S,
+        check=True,
     )
     (status, message), after = json.loads(done.stdout)
     assert status == "StatusCode.INTERNAL"

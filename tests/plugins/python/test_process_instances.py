@@ -118,10 +118,13 @@ SLEEPY = """
 """
 
 # SLEEPY whose unload() fails: the server must stop the process all the same.
-DOOMED = SLEEPY + """
+DOOMED = (
+    SLEEPY
+    + """
         def unload(self):
             raise RuntimeError("unload went wrong")
 """
+)
 
 # A modelplatform error keeps its status; a return that cannot be pickled fails that call.
 STRICT = """
@@ -173,34 +176,49 @@ BATCHED = """
 
 # Models process mode refuses, or whose load fails in the child: (source, words of the reason).
 REFUSED = {
-    "bad_kind": (BUSY, PROCESS % "fiber",
-                 ["python.instance_kind", "'fiber'", "'process'", "'thread'"]),
-    "generator": ("""
+    "bad_kind": (BUSY, PROCESS % "fiber", ["python.instance_kind", "'fiber'", "'process'", "'thread'"]),
+    "generator": (
+        """
         class Model:
             def infer(self, inputs):
                 yield {"OUT": inputs["IN"]}
-    """, PROCESS % "process", ["generator", "python.instance_kind", "'thread'"]),
-    "with_http": ("""
+    """,
+        PROCESS % "process",
+        ["generator", "python.instance_kind", "'thread'"],
+    ),
+    "with_http": (
+        """
         class Model:
             def infer(self, inputs):
                 return {"OUT": inputs["IN"]}
 
             def http(self, body, headers):
                 return body
-    """, PROCESS % "process", ["http()", "python.instance_kind"]),
-    "triton": ("""
+    """,
+        PROCESS % "process",
+        ["http()", "python.instance_kind"],
+    ),
+    "triton": (
+        """
         class TritonPythonModel:
             def execute(self, requests):
                 return []
-    """, PROCESS % "process", ["TritonPythonModel", "python.instance_kind"]),
-    "load_fails": ("""
+    """,
+        PROCESS % "process",
+        ["TritonPythonModel", "python.instance_kind"],
+    ),
+    "load_fails": (
+        """
         class Model:
             def load(self):
                 raise RuntimeError("no weights here")
 
             def infer(self, inputs):
                 return {"OUT": inputs["IN"]}
-    """, PROCESS % "process", ["RuntimeError: no weights here"]),
+    """,
+        PROCESS % "process",
+        ["RuntimeError: no weights here"],
+    ),
 }
 
 
@@ -227,8 +245,15 @@ def served(tmp_path_factory):
     (root / "batched" / "1" / "model.py").write_text(textwrap.dedent(BATCHED))
     for name, (source, extra, _) in REFUSED.items():
         write_model(root, name, source, extra=extra)
-    args = ("--model-repository", str(root), "--model-control-mode", "explicit",
-            "--load-model", "*", "--no-strict-readiness")
+    args = (
+        "--model-repository",
+        str(root),
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "*",
+        "--no-strict-readiness",
+    )
     with ServerProcess(*args, timeout=120) as server:
         yield server
 
@@ -349,8 +374,7 @@ def test_child_exit_fails_that_request_and_the_next_gets_a_fresh_process(served)
 def test_a_restart_that_fails_to_load_fails_the_call_with_the_reason(served):
     assert infer(served, "fragile", [1.0])[0] == 200
     assert infer(served, "fragile", [3.0])[0] == 500
-    expected = ("model 'fragile' instance 0: restarting its process failed: "
-                "RuntimeError: second load refused")
+    expected = "model 'fragile' instance 0: restarting its process failed: RuntimeError: second load refused"
     for _ in range(2):  # every call tries again; none hangs
         status, body = infer(served, "fragile", [1.0])
         assert (status, body["error"]) == (500, expected)

@@ -81,10 +81,14 @@ def infer(server, model: str, values: list[float]) -> tuple[int, dict]:
 
 
 def test_load_receives_config_and_version_dir(served):
-    assert infer(served, "picky", [1.0, 2.0]) == (200, {
-        "model_name": "picky", "model_version": "1",
-        "outputs": [{"name": "OUT", "datatype": "FP32", "shape": [2], "data": [3.0, 6.0]}],
-    })
+    assert infer(served, "picky", [1.0, 2.0]) == (
+        200,
+        {
+            "model_name": "picky",
+            "model_version": "1",
+            "outputs": [{"name": "OUT", "datatype": "FP32", "shape": [2], "data": [3.0, 6.0]}],
+        },
+    )
 
 
 def test_user_exception_fails_only_that_request(served):

@@ -34,11 +34,13 @@ def test_the_cycle_check_sees_a_lazy_import(tmp_path):
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "backend.py").write_text("from .processes import start\n")
-    (package / "processes.py").write_text(textwrap.dedent("""
+    (package / "processes.py").write_text(
+        textwrap.dedent("""
         def start():
             from .child import serve
             return serve
-    """))
+    """)
+    )
     (package / "child.py").write_text("from . import backend\n")
     assert cycles(import_graph(package)) == [
         ["sample.backend", "sample.processes", "sample.child", "sample.backend"]
@@ -56,9 +58,7 @@ def test_no_module_imports_another_modules_private_name():
     assert private == []
 
 
-@pytest.mark.parametrize(
-    "path", [*modules(PACKAGE).values(), PB_UTILS], ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", [*modules(PACKAGE).values(), PB_UTILS], ids=lambda p: p.name)
 def test_imports_from_core_only_the_modelplatform_package(path):
     name = "triton_python_backend_utils" if path == PB_UTILS else None
     dotted = name or next(n for n, p in modules(PACKAGE).items() if p == path)

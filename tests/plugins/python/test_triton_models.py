@@ -29,7 +29,7 @@ from modelplatform import (
 from modelplatform.testing import ServerProcess
 from modelplatform_python.backend import PythonBackend
 
-MODEL_PY = '''
+MODEL_PY = """
 import json
 
 import numpy as np
@@ -69,7 +69,7 @@ class TritonPythonModel:
     def finalize(self):
         with open(self.marker, "w") as handle:
             handle.write("finalized " + self.name)
-'''
+"""
 
 CONFIG = """
 name: "add_sub"
@@ -132,7 +132,11 @@ async def backend(repository):
 
 async def test_whole_batch_reaches_execute_and_a_triton_error_fails_alone(backend):
     results = await backend.execute(
-        [_pair([1, 2, 3, 4], [1, 1, 1, 1]), _pair([-1, 0, 0, 0], [0, 0, 0, 0]), _pair([5, 5, 5, 5], [2, 2, 2, 2])]
+        [
+            _pair([1, 2, 3, 4], [1, 1, 1, 1]),
+            _pair([-1, 0, 0, 0], [0, 0, 0, 0]),
+            _pair([5, 5, 5, 5], [2, 2, 2, 2]),
+        ]
     )
     assert isinstance(results[0], InferenceResponse)
     np.testing.assert_allclose(results[0].output("OUTPUT0").data, [[2, 3, 4, 5]])

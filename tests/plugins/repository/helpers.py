@@ -16,8 +16,9 @@ import time
 from typing import Any
 
 
-def post(url: str, path: str, body: bytes | None = b"", headers: dict[str, str] | None = None,
-         method: str = "POST") -> tuple[int, Any]:
+def post(
+    url: str, path: str, body: bytes | None = b"", headers: dict[str, str] | None = None, method: str = "POST"
+) -> tuple[int, Any]:
     host, port = url.split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-MODEL_PY = '''
+MODEL_PY = """
 import time
 
 import numpy as np
@@ -26,11 +26,13 @@ class Model:
 
     def infer(self, inputs):
         return {"OUTPUT0": inputs["INPUT0"] * self.factor}
-'''
+"""
 
 
 def config_text(name: str, **params: str) -> str:
-    lines = "".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}\n' for k, v in params.items())
+    lines = "".join(
+        f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}\n' for k, v in params.items()
+    )
     return (
         f'name: "{name}"\nbackend: "python"\nmax_batch_size: 0\n'
         'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
@@ -40,12 +42,14 @@ def config_text(name: str, **params: str) -> str:
 
 def config_json(**params: str) -> str:
     """The same model as JSON (the load API's ``config``), without a backend: kept from disk."""
-    return json.dumps({
-        "max_batch_size": 0,
-        "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
-        "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
-        "parameters": {k: {"string_value": v} for k, v in params.items()},
-    })
+    return json.dumps(
+        {
+            "max_batch_size": 0,
+            "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+            "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+            "parameters": {k: {"string_value": v} for k, v in params.items()},
+        }
+    )
 
 
 def write_model(root: Path, name: str, version: int = 1, **params: str) -> Path:

@@ -34,8 +34,15 @@ def repo(tmp_path_factory, loads_log) -> Path:
 
 @pytest.fixture(scope="module")
 def server(repo):
-    with ServerProcess("--model-repository", str(repo), "--load-model", "echo", "--load-model", "counter",
-                       "--allow-file-upload") as process:
+    with ServerProcess(
+        "--model-repository",
+        str(repo),
+        "--load-model",
+        "echo",
+        "--load-model",
+        "counter",
+        "--allow-file-upload",
+    ) as process:
         yield process
 
 
@@ -60,8 +67,11 @@ def test_index_accepts_an_empty_body_and_filters_ready(server):
 
 @pytest.mark.parametrize(
     ("body", "fragment"),
-    [(b'{"ready": "yes"}', "'ready' must be a boolean"), (b"{not json", "failed to parse"),
-     (b"[1, 2]", "must be a JSON object")],
+    [
+        (b'{"ready": "yes"}', "'ready' must be a boolean"),
+        (b"{not json", "failed to parse"),
+        (b"[1, 2]", "must be a JSON object"),
+    ],
 )
 def test_index_bad_bodies_are_400(server, body, fragment):
     status, error = post(server.http_url, "/v2/repository/index", body)
@@ -83,11 +93,13 @@ def test_repository_segment_and_methods(server, repo):
 
 @pytest.mark.parametrize(
     ("action", "body", "fragment"),
-    [("load", b'{"parameters": {"config": 5}}', "'config' must be a string"),
-     ("load", b'{"parameters": []}', "'parameters' must be a JSON object"),
-     ("load", b'{"parameters": {"file:1/model.py": 7, "config": "{}"}}', "base64 string"),
-     ("unload", b'{"parameters": {"unload_dependents": "yes"}}', "must be a boolean"),
-     ("unload", b"[]", "must be a JSON object")],
+    [
+        ("load", b'{"parameters": {"config": 5}}', "'config' must be a string"),
+        ("load", b'{"parameters": []}', "'parameters' must be a JSON object"),
+        ("load", b'{"parameters": {"file:1/model.py": 7, "config": "{}"}}', "base64 string"),
+        ("unload", b'{"parameters": {"unload_dependents": "yes"}}', "must be a boolean"),
+        ("unload", b"[]", "must be a JSON object"),
+    ],
 )
 def test_bad_load_and_unload_bodies_are_400(server, action, body, fragment):
     status, error = post(server.http_url, f"/v2/repository/models/echo/{action}", body)
@@ -121,7 +133,8 @@ def test_load_with_files_builds_a_new_model(server, client):
     files = {"file:3/model.py": MODEL_PY.encode()}
     client.load_model("uploaded", config=config_json(factor="4"), files=files)
     assert infer(server.http_url, "uploaded", [1.0])[1] == {
-        "model_name": "uploaded", "model_version": "3",
+        "model_name": "uploaded",
+        "model_version": "3",
         "outputs": [{"name": "OUTPUT0", "datatype": "FP32", "shape": [1], "data": [4.0]}],
     }
     client.unload_model("uploaded")
@@ -129,15 +142,24 @@ def test_load_with_files_builds_a_new_model(server, client):
     with pytest.raises(InferenceServerException, match="'config' is required"):
         client.load_model("uploaded", files=files)
     for bad in ("file:1/../../escape.py", "file:x/model.py", "file:/etc/passwd"):
-        status, error = post(server.http_url, "/v2/repository/models/uploaded/load",
-                             json.dumps({"parameters": {"config": config_json(), bad: ""}}).encode())
+        status, error = post(
+            server.http_url,
+            "/v2/repository/models/uploaded/load",
+            json.dumps({"parameters": {"config": config_json(), bad: ""}}).encode(),
+        )
         assert status == 400 and bad in error["error"]
     for bad in ("file:1/mo\u0000del.py", "file:1/a\nb.py"):  # the fuzzer's NUL was a 500
-        status, error = post(server.http_url, "/v2/repository/models/uploaded/load",
-                             json.dumps({"parameters": {"config": config_json(), bad: ""}}).encode())
+        status, error = post(
+            server.http_url,
+            "/v2/repository/models/uploaded/load",
+            json.dumps({"parameters": {"config": config_json(), bad: ""}}).encode(),
+        )
         assert status == 400 and "control character" in error["error"]
-    status, error = post(server.http_url, "/v2/repository/models/uploaded/load",
-                         json.dumps({"parameters": {"config": config_json(), "file:1/m.py": "%%%"}}).encode())
+    status, error = post(
+        server.http_url,
+        "/v2/repository/models/uploaded/load",
+        json.dumps({"parameters": {"config": config_json(), "file:1/m.py": "%%%"}}).encode(),
+    )
     assert status == 400 and "base64" in error["error"]
 
 
@@ -177,8 +199,9 @@ def test_load_unload_race_ends_in_the_last_requests_state(server):
 
 def test_health_and_inference_answer_during_a_slow_load(server, client):
     client.unload_model("slow")
-    loading = threading.Thread(target=load, args=(server.http_url, "slow"),
-                               kwargs={"config": config_json(load_delay="1.5")})
+    loading = threading.Thread(
+        target=load, args=(server.http_url, "slow"), kwargs={"config": config_json(load_delay="1.5")}
+    )
     loading.start()
     time.sleep(0.1)
     timings = []
@@ -263,7 +286,9 @@ def test_200_load_unload_cycles_keep_memory_flat(server):
 
 
 def test_tritonclient_grpc_index_load_unload(server):
-    result = grpc_client(server.grpc_url, f"""
+    result = grpc_client(
+        server.grpc_url,
+        f"""
         client.unload_model("echo", unload_dependents=True)
         after_unload = client.get_model_repository_index(as_json=True)["models"]
         client.load_model("echo", config={config_json(factor="9")!r})
@@ -282,7 +307,8 @@ def test_tritonclient_grpc_index_load_unload(server):
             error = [e.status(), e.message()]
         ready_only = client.get_model_repository_index(as_json=True)
         result = [after_unload, ready, error, ready_only, traversal]
-    """)
+    """,
+    )
     after_unload, ready, error, ready_only, traversal = result
     assert traversal == "StatusCode.INVALID_ARGUMENT"
     assert {"name": "echo", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"} in after_unload

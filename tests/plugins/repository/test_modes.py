@@ -20,7 +20,9 @@ HEADER = {"x-admin-key": "s3cret"}
 def restricted(tmp_path_factory):
     root = tmp_path_factory.mktemp("restricted")
     write_model(root, "echo", factor="2")
-    with ServerProcess("--model-repository", str(root), "--repository-restrict", "X-Admin-Key:s3cret") as process:
+    with ServerProcess(
+        "--model-repository", str(root), "--repository-restrict", "X-Admin-Key:s3cret"
+    ) as process:
         yield process
 
 
@@ -36,7 +38,9 @@ def test_restricted_api_needs_the_header_over_http(restricted):
 
 
 def test_restricted_api_needs_the_header_over_grpc(restricted):
-    result = grpc_client(restricted.grpc_url, """
+    result = grpc_client(
+        restricted.grpc_url,
+        """
         try:
             client.get_model_repository_index()
             denied = None
@@ -46,7 +50,8 @@ def test_restricted_api_needs_the_header_over_grpc(restricted):
         triton = client.get_model_repository_index(
             headers={"triton-grpc-protocol-x-admin-key": "s3cret"}, as_json=True)
         result = [denied, [m["name"] for m in allowed["models"]], [m["name"] for m in triton["models"]]]
-    """)
+    """,
+    )
     # --repository-restrict is now a spelling of the restricted-protocol flags (issue 16): gRPC
     # answers as Triton does for a restricted protocol, UNAVAILABLE naming its metadata key.
     expected = "This protocol is restricted, expecting header 'triton-grpc-protocol-x-admin-key'"
@@ -57,7 +62,9 @@ def test_restricted_api_needs_the_header_over_grpc(restricted):
 
 def test_uploads_are_refused_unless_the_operator_allows_them(restricted):
     body = {"parameters": {"config": config_json(), "file:1/model.py": ""}}
-    status, error = post(restricted.http_url, "/v2/repository/models/up/load", json.dumps(body).encode(), HEADER)
+    status, error = post(
+        restricted.http_url, "/v2/repository/models/up/load", json.dumps(body).encode(), HEADER
+    )
     assert status == 403 and "--allow-file-upload" in error["error"]
     assert "up" not in index_with_header(restricted.http_url)
 
@@ -92,8 +99,9 @@ def test_poll_mode_follows_a_model_copied_in_and_out(tmp_path, tmp_path_factory)
     repo = tmp_path / "repo"
     write_model(repo, "base")
     log_path = tmp_path_factory.mktemp("poll") / "loads.txt"
-    with ServerProcess("--model-repository", str(repo), "--model-control-mode", "poll",
-                       "--repository-poll-secs", "0.2") as server:
+    with ServerProcess(
+        "--model-repository", str(repo), "--model-control-mode", "poll", "--repository-poll-secs", "0.2"
+    ) as server:
         url = server.http_url
         assert post(url, "/v2/repository/models/base/unload", b"")[0] == 503
         # Copy a model in slowly: model.py grows for ~1.2 s, several poll intervals.

@@ -39,7 +39,13 @@ def device_memory():
 
 @pytest.fixture(scope="module")
 def server():
-    args = ("--model-repository", str(MODEL_REPOSITORY), "--load-model", "identity_fp32", "--allow-client-shm")
+    args = (
+        "--model-repository",
+        str(MODEL_REPOSITORY),
+        "--load-model",
+        "identity_fp32",
+        "--allow-client-shm",
+    )
     with ServerProcess(*args) as process:
         yield process
 
@@ -47,9 +53,16 @@ def server():
 def test_a_cuda_region_registers_by_its_ipc_handle(device_memory, server):
     port = server.http_port
     assert "cuda_shared_memory" in get(port, "/v2")[1]["extensions"]
-    body = {"raw_handle": {"b64": base64.b64encode(device_memory).decode()}, "device_id": 0, "byte_size": 1 << 20}
+    body = {
+        "raw_handle": {"b64": base64.b64encode(device_memory).decode()},
+        "device_id": 0,
+        "byte_size": 1 << 20,
+    }
     assert post(port, "/v2/cudasharedmemory/region/gpu0/register", body) == (200, None)
-    assert get(port, "/v2/cudasharedmemory/status") == (200, [{"name": "gpu0", "device_id": 0, "byte_size": 1 << 20}])
+    assert get(port, "/v2/cudasharedmemory/status") == (
+        200,
+        [{"name": "gpu0", "device_id": 0, "byte_size": 1 << 20}],
+    )
     assert post(port, "/v2/cudasharedmemory/region/gpu0/register", body)[0] == 400  # already in manager
     assert post(port, "/v2/cudasharedmemory/unregister") == (200, None)
     assert get(port, "/v2/cudasharedmemory/status") == (200, [])

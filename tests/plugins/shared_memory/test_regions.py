@@ -16,7 +16,14 @@ import uuid
 import numpy as np
 import pytest
 
-from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, Limits, RequestedOutput, Tensor
+from modelplatform import (
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    Limits,
+    RequestedOutput,
+    Tensor,
+)
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.rest.json_codec import parse_request
 from modelplatform_oip.rpc.tensors import decode_request, encode_response
@@ -160,7 +167,9 @@ def test_unregistering_keeps_the_mapping_of_a_view_in_use_then_frees_it(shm_obje
     registry, client = registered(shm_object, size, "r")
     client.close()  # only the server's mapping is left in this process
     codec = SharedMemoryCodec(registry)
-    view = codec.read_input("x", "UINT8", [size], {"shared_memory_region": "r", "shared_memory_byte_size": size}, LIMITS)
+    view = codec.read_input(
+        "x", "UINT8", [size], {"shared_memory_region": "r", "shared_memory_byte_size": size}, LIMITS
+    )
     key = next(iter(registry.of_kind(SYSTEM))).key  # type: ignore[attr-defined]
     registry.remove(SYSTEM, "r")
     assert registry.find("r") is None

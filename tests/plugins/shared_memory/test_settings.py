@@ -23,5 +23,5 @@ def test_env_turns_it_on_and_a_bound_below_one_is_refused():
 
 def test_the_flags_are_in_their_panels():
     text = CliRunner().invoke(app, ["serve", "--help"], terminal_width=200).output
-    security = text[text.index("Security"):]
-    assert "--allow-client-shm" in security and "--max-shm-regions" in text[text.index("Limits"):]
+    security = text[text.index("Security") :]
+    assert "--allow-client-shm" in security and "--max-shm-regions" in text[text.index("Limits") :]

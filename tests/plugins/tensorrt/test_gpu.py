@@ -105,10 +105,16 @@ async def test_two_instances_run_in_parallel_and_bad_request_fails_alone(reposit
         for backend in backends:
             await backend.load()
         a = np.ones((2, 16), np.float32)
-        good = InferenceRequest("simple_trt", [Tensor.from_array("INPUT0", a), Tensor.from_array("INPUT1", a)])
+        good = InferenceRequest(
+            "simple_trt", [Tensor.from_array("INPUT0", a), Tensor.from_array("INPUT1", a)]
+        )
         big = np.ones((9, 16), np.float32)
-        bad = InferenceRequest("simple_trt", [Tensor.from_array("INPUT0", big), Tensor.from_array("INPUT1", big)])
-        first, second = await asyncio.gather(backends[0].execute([good, bad, good]), backends[1].execute([good]))
+        bad = InferenceRequest(
+            "simple_trt", [Tensor.from_array("INPUT0", big), Tensor.from_array("INPUT1", big)]
+        )
+        first, second = await asyncio.gather(
+            backends[0].execute([good, bad, good]), backends[1].execute([good])
+        )
         assert isinstance(first[0], InferenceResponse) and isinstance(first[2], InferenceResponse)
         assert isinstance(first[1], InvalidArgument) and "outside the engine's range" in first[1].message
         np.testing.assert_allclose(second[0].output("OUTPUT0").data, 2 * a)

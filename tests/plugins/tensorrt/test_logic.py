@@ -63,18 +63,26 @@ def test_max_batch_size_beyond_every_profile_is_refused():
 
 
 def test_datatype_and_dims_mismatches_name_both_sides():
-    with pytest.raises(InvalidArgument, match="input 'INPUT0' is INT32 in the configuration, FP32 in the engine"):
+    with pytest.raises(
+        InvalidArgument, match="input 'INPUT0' is INT32 in the configuration, FP32 in the engine"
+    ):
         complete(_config(dtype="TYPE_INT32"), _engine())
     with pytest.raises(InvalidArgument, match=r"shape \[-1, 8\] in the configuration; the engine allows 16"):
         complete(_config(dims=[8]), _engine())
-    with pytest.raises(InvalidArgument, match=r"shape \[-1, 16, 1\] in the configuration, \[-1, 16\] in the engine"):
+    with pytest.raises(
+        InvalidArgument, match=r"shape \[-1, 16, 1\] in the configuration, \[-1, 16\] in the engine"
+    ):
         complete(_config(dims=[16, 1]), _engine())
 
 
 def test_fixed_batch_engine_cannot_serve_a_batching_config():
     fixed = EngineInfo((EngineTensor("INPUT0", True, "FP32", (4, 16), ()),), 1)
     config = ModelConfig.from_json(
-        {"name": "trt", "max_batch_size": 4, "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]}]}
+        {
+            "name": "trt",
+            "max_batch_size": 4,
+            "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]}],
+        }
     )
     with pytest.raises(InvalidArgument, match="not dynamic"):
         complete(config, fixed)
@@ -83,10 +91,14 @@ def test_fixed_batch_engine_cannot_serve_a_batching_config():
 def test_unknown_and_undeclared_tensors_are_refused():
     config = _config()
     engine = _engine()
-    extra = EngineInfo(engine.tensors + (EngineTensor("MASK", True, "BOOL", (-1,), (Profile((1,), (1,), (8,)),)),), 1)
+    extra = EngineInfo(
+        engine.tensors + (EngineTensor("MASK", True, "BOOL", (-1,), (Profile((1,), (1,), (8,)),)),), 1
+    )
     with pytest.raises(InvalidArgument, match=r"engine input\(s\) \['MASK'\] are not declared"):
         complete(config, extra)
-    renamed = ModelConfig.from_json({**config.to_json(), "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": [16]}]})
+    renamed = ModelConfig.from_json(
+        {**config.to_json(), "output": [{"name": "Y", "data_type": "TYPE_FP32", "dims": [16]}]}
+    )
     with pytest.raises(InvalidArgument, match="output 'Y' is not an engine output"):
         complete(renamed, engine)
 
@@ -100,13 +112,18 @@ def test_profile_choice_prefers_current_and_switches_when_needed():
 
 
 def test_shape_outside_every_profile_names_the_ranges():
-    with pytest.raises(InvalidArgument, match=r"input 'INPUT0' shape \[9, 16\] is outside .*profile 0: \[1, 16\]..\[8, 16\]"):
+    with pytest.raises(
+        InvalidArgument, match=r"input 'INPUT0' shape \[9, 16\] is outside .*profile 0: \[1, 16\]..\[8, 16\]"
+    ):
         choose_profile("m", _engine(), {"INPUT0": (9, 16), "INPUT1": (9, 16)})
 
 
 def test_buffers_are_planned_for_the_largest_profile():
     engine = _engine(SMALL, LARGE)
-    plans = {p.name: p for p in plan_buffers("m", engine, {"OUTPUT0": [(8, 16), (32, 16)], "OUTPUT1": [(8, 16), (32, 16)]})}
+    plans = {
+        p.name: p
+        for p in plan_buffers("m", engine, {"OUTPUT0": [(8, 16), (32, 16)], "OUTPUT1": [(8, 16), (32, 16)]})
+    }
     assert plans["INPUT0"].elements == 32 * 16
     assert plans["INPUT0"].nbytes == 32 * 16 * 4
     assert plans["OUTPUT1"].elements == 32 * 16

@@ -47,7 +47,11 @@ def _expected_reason() -> str:
 @pytest.mark.skipif(REASON is None, reason="tensorrt, pycuda and a GPU are all present here")
 def test_platform_plugins_reports_tensorrt_unavailable():
     result = subprocess.run(
-        [sys.executable, "-m", "modelplatform", "plugins"], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-m", "modelplatform", "plugins"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     line = next(line for line in result.stdout.splitlines() if line.startswith("tensorrt "))
     assert "unavailable" in line
@@ -55,7 +59,13 @@ def test_platform_plugins_reports_tensorrt_unavailable():
 
 
 async def test_index_carries_the_reason_and_other_models_serve(repository):
-    settings = Settings(model_repository=repository, plugins=PLUGINS, host="127.0.0.1", http_port=free_port(), grpc_port=free_port())
+    settings = Settings(
+        model_repository=repository,
+        plugins=PLUGINS,
+        host="127.0.0.1",
+        http_port=free_port(),
+        grpc_port=free_port(),
+    )
     async with InProcessServer(settings) as server:
         entries = {e.name: e for e in server.running.models.index()}
         assert entries["fake_trt"].state == "UNAVAILABLE"

@@ -19,18 +19,28 @@ from modelplatform.testing import ServerProcess
 BUNDLED = Path(__file__).resolve().parents[3] / "model_repository"
 HALF = "saved_model_half_plus_three"
 TYPES = {
-    "i8": "INT8", "u8": "UINT8", "i16": "INT16", "i32": "INT32", "i64": "INT64",
-    "u32": "UINT32", "u64": "UINT64", "b": "BOOL", "f": "FP32", "d": "FP64",
-    "s": "BYTES", "h": "FP16", "u16": "UINT16",
+    "i8": "INT8",
+    "u8": "UINT8",
+    "i16": "INT16",
+    "i32": "INT32",
+    "i64": "INT64",
+    "u32": "UINT32",
+    "u64": "UINT64",
+    "b": "BOOL",
+    "f": "FP32",
+    "d": "FP64",
+    "s": "BYTES",
+    "h": "FP16",
+    "u16": "UINT16",
 }
 
-ECHO_MODEL = '''
+ECHO_MODEL = """
 class Model:
     def infer(self, inputs):
         return {name + "_out": value for name, value in inputs.items()}
-'''
+"""
 
-CLASSIFIER_MODEL = '''
+CLASSIFIER_MODEL = """
 import numpy as np
 
 SCALE = {scale}
@@ -42,7 +52,7 @@ class Model:
         scores = np.stack([x, 1 - x], axis=1).astype(np.float32)
         classes = np.array([[b"pos", b"neg"]] * len(x), dtype=object)
         return {{"scores": scores, "classes": classes}}
-'''
+"""
 
 
 def _tensor(name: str, datatype: str, dims: str, optional: bool = False) -> str:
@@ -52,7 +62,9 @@ def _tensor(name: str, datatype: str, dims: str, optional: bool = False) -> str:
 
 
 def _parameter(key: str, value: object) -> str:
-    return f"parameters {{ key: {json.dumps(key)} value {{ string_value: {json.dumps(json.dumps(value))} }} }}"
+    return (
+        f"parameters {{ key: {json.dumps(key)} value {{ string_value: {json.dumps(json.dumps(value))} }} }}"
+    )
 
 
 def _echo_config() -> str:
@@ -63,9 +75,8 @@ def _echo_config() -> str:
     signatures["serving_default"] = signatures["f"]
     signatures["bytes"] = {"inputs": {"v": "s"}, "outputs": {"v_bytes": "s_out"}}
     signatures["pair"] = {"inputs": {"a": "f", "b": "i64"}, "outputs": {"a": "f_out", "b": "i64_out"}}
-    return (
-        f'backend: "python"\ninput [\n{inputs}\n]\noutput [\n{outputs}\n]\n'
-        + _parameter("tfserving.signatures", signatures)
+    return f'backend: "python"\ninput [\n{inputs}\n]\noutput [\n{outputs}\n]\n' + _parameter(
+        "tfserving.signatures", signatures
     )
 
 
@@ -78,14 +89,16 @@ def _classifier_config() -> str:
         },
         "predict": {"inputs": {"x": "x"}, "outputs": {"scores": "scores"}},
     }
-    return "\n".join([
-        'backend: "python"',
-        "version_policy { all {} }",
-        f"input [ {_tensor('x', 'FP32', '[ -1 ]')} ]",
-        f"output [ {_tensor('scores', 'FP32', '[ -1, 2 ]')}, {_tensor('classes', 'BYTES', '[ -1, 2 ]')} ]",
-        _parameter("tfserving.signatures", signatures),
-        _parameter("tfserving.labels", {"stable": 1, "canary": "2"}),
-    ])
+    return "\n".join(
+        [
+            'backend: "python"',
+            "version_policy { all {} }",
+            f"input [ {_tensor('x', 'FP32', '[ -1 ]')} ]",
+            f"output [ {_tensor('scores', 'FP32', '[ -1, 2 ]')}, {_tensor('classes', 'BYTES', '[ -1, 2 ]')} ]",
+            _parameter("tfserving.signatures", signatures),
+            _parameter("tfserving.labels", {"stable": 1, "canary": "2"}),
+        ]
+    )
 
 
 def build_repository(root: Path) -> Path:
@@ -106,6 +119,9 @@ def build_repository(root: Path) -> Path:
 def tf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     repository = build_repository(tmp_path_factory.mktemp("tfserving_models"))
     with ServerProcess(
-        "--model-repository", str(repository), "--plugins", "python,tfserving-rest,tfserving-grpc,oip-rest,binary-data"
+        "--model-repository",
+        str(repository),
+        "--plugins",
+        "python,tfserving-rest,tfserving-grpc,oip-rest,binary-data",
     ) as process:
         yield process

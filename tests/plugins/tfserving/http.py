@@ -24,7 +24,9 @@ class Reply:
         return body["error"]
 
 
-def call(url: str, method: str, path: str, body: bytes | str | None = None, headers: dict | None = None) -> Reply:
+def call(
+    url: str, method: str, path: str, body: bytes | str | None = None, headers: dict | None = None
+) -> Reply:
     host, port = url.split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:

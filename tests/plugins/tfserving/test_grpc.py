@@ -6,8 +6,8 @@ import grpc
 import numpy as np
 import pytest
 
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from .conftest import HALF
@@ -32,7 +32,9 @@ def tensor(array: np.ndarray, dtype: int) -> tf.TensorProto:
 
 
 def values(proto: tf.TensorProto) -> np.ndarray:
-    return np.frombuffer(proto.tensor_content, dtype=np.float32).reshape([d.size for d in proto.tensor_shape.dim])
+    return np.frombuffer(proto.tensor_content, dtype=np.float32).reshape(
+        [d.size for d in proto.tensor_shape.dim]
+    )
 
 
 def example(**features: float) -> tf.Example:
@@ -62,7 +64,9 @@ def test_predict_with_typed_values_and_label(predictions) -> None:
 
 
 def test_predict_strings_and_output_filter(predictions) -> None:
-    request = apis.PredictRequest(model_spec=apis.ModelSpec(name="echo", signature_name="pair"), output_filter=["b"])
+    request = apis.PredictRequest(
+        model_spec=apis.ModelSpec(name="echo", signature_name="pair"), output_filter=["b"]
+    )
     request.inputs["a"].CopyFrom(tensor(np.array([1.0], dtype=np.float32), tf.DT_FLOAT))
     request.inputs["b"].CopyFrom(tensor(np.array([7, 8], dtype=np.int64), tf.DT_INT64))
     response = predictions.Predict(request)
@@ -86,22 +90,46 @@ def test_predict_large_tensor(predictions) -> None:
 @pytest.mark.parametrize(
     ("spec", "dtype", "code", "message"),
     [
-        (apis.ModelSpec(name="half"), tf.DT_FLOAT, grpc.StatusCode.NOT_FOUND, "Servable not found for request: Latest(half)"),
-        (apis.ModelSpec(name=HALF, signature_name="nope"), tf.DT_FLOAT, grpc.StatusCode.INVALID_ARGUMENT, 'Serving signature name: "nope" not found in signature def'),
-        (apis.ModelSpec(name=HALF, version_label="nope"), tf.DT_FLOAT, grpc.StatusCode.INVALID_ARGUMENT, "Unrecognized servable version label: nope"),
-        (apis.ModelSpec(name=HALF), tf.DT_INT32, grpc.StatusCode.INVALID_ARGUMENT, "Expects arg[0] to be FP32 but INT32 is provided"),
+        (
+            apis.ModelSpec(name="half"),
+            tf.DT_FLOAT,
+            grpc.StatusCode.NOT_FOUND,
+            "Servable not found for request: Latest(half)",
+        ),
+        (
+            apis.ModelSpec(name=HALF, signature_name="nope"),
+            tf.DT_FLOAT,
+            grpc.StatusCode.INVALID_ARGUMENT,
+            'Serving signature name: "nope" not found in signature def',
+        ),
+        (
+            apis.ModelSpec(name=HALF, version_label="nope"),
+            tf.DT_FLOAT,
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Unrecognized servable version label: nope",
+        ),
+        (
+            apis.ModelSpec(name=HALF),
+            tf.DT_INT32,
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Expects arg[0] to be FP32 but INT32 is provided",
+        ),
     ],
 )
 def test_predict_errors(predictions, spec, dtype: int, code, message: str) -> None:
     request = apis.PredictRequest(model_spec=spec)
-    request.inputs["x"].CopyFrom(tensor(np.array([1, 2], dtype=np.float32 if dtype == tf.DT_FLOAT else np.int32), dtype))
+    request.inputs["x"].CopyFrom(
+        tensor(np.array([1, 2], dtype=np.float32 if dtype == tf.DT_FLOAT else np.int32), dtype)
+    )
     with pytest.raises(grpc.RpcError) as raised:
         predictions.Predict(request)
     assert (raised.value.code(), raised.value.details()) == (code, message)
 
 
 def test_regress_and_classify(predictions) -> None:
-    regress = apis.RegressionRequest(model_spec=apis.ModelSpec(name=HALF, signature_name="tensorflow/serving/regress"))
+    regress = apis.RegressionRequest(
+        model_spec=apis.ModelSpec(name=HALF, signature_name="tensorflow/serving/regress")
+    )
     regress.input.example_list.examples.extend([example(x=1.0), example(x=2.0)])
     result = predictions.Regress(regress)
     assert [r.value for r in result.result.regressions] == [3.5, 4.0]
@@ -121,7 +149,9 @@ def test_regress_without_examples_is_invalid(predictions) -> None:
 
 
 def test_model_metadata_packs_signature_def_map(predictions) -> None:
-    request = apis.GetModelMetadataRequest(model_spec=apis.ModelSpec(name=HALF), metadata_field=["signature_def"])
+    request = apis.GetModelMetadataRequest(
+        model_spec=apis.ModelSpec(name=HALF), metadata_field=["signature_def"]
+    )
     response = predictions.GetModelMetadata(request)
     packed = response.metadata["signature_def"]
     assert packed.type_url == "type.googleapis.com/tensorflow.serving.SignatureDefMap"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import services_pb2_grpc as services
+from modelplatform_tfserving.protos import serving_apis_pb2 as apis
 from modelplatform_tfserving.protos import tensorflow_pb2 as tf
 
 from .conftest import HALF
@@ -48,7 +48,11 @@ def test_regress_feature_in_context_and_example_keeps_the_examples(tf_server) ->
     """TF Serving concatenates the serialized context and example, and TensorFlow's parser keeps
     the last occurrence of a feature ("Data loss! ... Ignoring all but last one"): a 200 in
     which the example's own value wins, never a refusal."""
-    doc = {"signature_name": "tensorflow/serving/regress", "context": {"x": 100.0}, "examples": [{"x": 1.0}, {}]}
+    doc = {
+        "signature_name": "tensorflow/serving/regress",
+        "context": {"x": 100.0},
+        "examples": [{"x": 1.0}, {}],
+    }
     reply = post(tf_server.http_url, f"/v1/models/{HALF}:regress", doc)
     assert reply.status == 200, reply.text
     assert reply.json() == {"results": [3.5, 53.0]}

@@ -27,15 +27,24 @@ def test_rows_need_a_batch_dimension():
 
 
 def test_zero_batch_is_an_empty_prediction_list():
-    assert encode_outputs({"a": np.zeros((0, 2), np.float32)}, ROW).replace(" ", "").replace("\n", "") == "{\"predictions\":[]}"
+    assert (
+        encode_outputs({"a": np.zeros((0, 2), np.float32)}, ROW).replace(" ", "").replace("\n", "")
+        == '{"predictions":[]}'
+    )
 
 
 @pytest.mark.parametrize(
     ("code", "status"),
     [
-        (ErrorCode.INVALID_ARGUMENT, 400), (ErrorCode.NOT_FOUND, 404), (ErrorCode.ALREADY_EXISTS, 409),
-        (ErrorCode.RESOURCE_EXHAUSTED, 429), (ErrorCode.CANCELLED, 499), (ErrorCode.INTERNAL, 500),
-        (ErrorCode.UNSUPPORTED, 501), (ErrorCode.UNAVAILABLE, 503), (ErrorCode.DEADLINE_EXCEEDED, 504),
+        (ErrorCode.INVALID_ARGUMENT, 400),
+        (ErrorCode.NOT_FOUND, 404),
+        (ErrorCode.ALREADY_EXISTS, 409),
+        (ErrorCode.RESOURCE_EXHAUSTED, 429),
+        (ErrorCode.CANCELLED, 499),
+        (ErrorCode.INTERNAL, 500),
+        (ErrorCode.UNSUPPORTED, 501),
+        (ErrorCode.UNAVAILABLE, 503),
+        (ErrorCode.DEADLINE_EXCEEDED, 504),
         (ErrorCode.PERMISSION_DENIED, 403),
     ],
 )

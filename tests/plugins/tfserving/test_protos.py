@@ -22,7 +22,11 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
     _protoc(tmp_path, f"--python_out={tmp_path}", f"--pyi_out={tmp_path}", *sources)
     _protoc(tmp_path, f"--grpc_python_out={tmp_path}", str(PROTOS / PACKAGE / "services.proto"))
     fresh = {p.name: p.read_text() for p in (tmp_path / PACKAGE).iterdir()}
-    committed = {p.name: p.read_text() for p in GENERATED.iterdir() if p.name != "__init__.py" and p.is_file() and p.suffix in (".py", ".pyi")}
+    committed = {
+        p.name: p.read_text()
+        for p in GENERATED.iterdir()
+        if p.name != "__init__.py" and p.is_file() and p.suffix in (".py", ".pyi")
+    }
     assert fresh.keys() == committed.keys()
     stale = [name for name in fresh if fresh[name] != committed[name]]
     assert not stale, f"run `make protos`: {stale} are stale"

@@ -30,7 +30,11 @@ def test_paths_are_case_insensitive(tf_server) -> None:
 
 
 def test_names_and_labels_are_url_decoded(tf_server) -> None:
-    reply = post(tf_server.http_url, "/v1/models/saved%5Fmodel_half_plus_three/labels/st%61ble:predict", {"instances": [2.0]})
+    reply = post(
+        tf_server.http_url,
+        "/v1/models/saved%5Fmodel_half_plus_three/labels/st%61ble:predict",
+        {"instances": [2.0]},
+    )
     assert (reply.status, reply.json()) == (200, {"predictions": [4.0]})
 
 
@@ -73,13 +77,33 @@ def test_list_models_extension(tf_server) -> None:
 @pytest.mark.parametrize(
     ("path", "body", "status", "message"),
     [
-        (f"{HALF_URL}/versions/7:predict", '{"instances": [1.0]}', 404, f"Servable not found for request: Specific({HALF}, 7)"),
+        (
+            f"{HALF_URL}/versions/7:predict",
+            '{"instances": [1.0]}',
+            404,
+            f"Servable not found for request: Specific({HALF}, 7)",
+        ),
         (f"{HALF_URL}:predict", "", 400, "JSON Parse error: The document is empty"),
         (f"{HALF_URL}:predict", "   ", 400, "JSON Parse error: The document is empty"),
         (f"{HALF_URL}:predict", "[1.0]", 400, "JSON Value: [1.0] Is not object"),
-        (f"{HALF_URL}/labels/nope:predict", '{"instances": [1.0]}', 400, "Unrecognized servable version label: nope"),
-        ("/v1/models/echo:predict", '{"signature_name": "h", "inputs": [1.0]}', 501, "Conversion of JSON Value: 1.0 to type: half"),
-        ("/v1/models/echo:predict", '{"signature_name": "u16", "inputs": [1]}', 501, "Conversion of JSON Value: 1 to type: uint16"),
+        (
+            f"{HALF_URL}/labels/nope:predict",
+            '{"instances": [1.0]}',
+            400,
+            "Unrecognized servable version label: nope",
+        ),
+        (
+            "/v1/models/echo:predict",
+            '{"signature_name": "h", "inputs": [1.0]}',
+            501,
+            "Conversion of JSON Value: 1.0 to type: half",
+        ),
+        (
+            "/v1/models/echo:predict",
+            '{"signature_name": "u16", "inputs": [1]}',
+            501,
+            "Conversion of JSON Value: 1 to type: uint16",
+        ),
     ],
 )
 def test_error_messages_and_status(tf_server, path: str, body: str, status: int, message: str) -> None:
@@ -107,7 +131,9 @@ def test_status_lists_every_version_newest_first(tf_server) -> None:
     assert [(v["version"], v["state"]) for v in versions] == [("2", "AVAILABLE"), ("1", "AVAILABLE")]
 
 
-@pytest.mark.parametrize(("suffix", "version"), [("/versions/1", "1"), ("/labels/canary", "2"), ("/labels/stable", "1")])
+@pytest.mark.parametrize(
+    ("suffix", "version"), [("/versions/1", "1"), ("/labels/canary", "2"), ("/labels/stable", "1")]
+)
 def test_status_of_one_version_or_label(tf_server, suffix: str, version: str) -> None:
     versions = get(tf_server.http_url, f"/v1/models/classifier{suffix}").json()["model_version_status"]
     assert [v["version"] for v in versions] == [version]
@@ -135,8 +161,20 @@ def test_metadata_doubles_signature_def(tf_server) -> None:
     defs = doc["metadata"]["signature_def"]["signature_def"]
     assert set(defs) == {"serving_default", "tensorflow/serving/regress", "tensorflow/serving/classify"}
     assert defs["serving_default"] == {
-        "inputs": {"x": {"dtype": "DT_FLOAT", "tensor_shape": {"dim": [{"size": "-1", "name": ""}], "unknown_rank": False}, "name": "x"}},
-        "outputs": {"y": {"dtype": "DT_FLOAT", "tensor_shape": {"dim": [{"size": "-1", "name": ""}], "unknown_rank": False}, "name": "y"}},
+        "inputs": {
+            "x": {
+                "dtype": "DT_FLOAT",
+                "tensor_shape": {"dim": [{"size": "-1", "name": ""}], "unknown_rank": False},
+                "name": "x",
+            }
+        },
+        "outputs": {
+            "y": {
+                "dtype": "DT_FLOAT",
+                "tensor_shape": {"dim": [{"size": "-1", "name": ""}], "unknown_rank": False},
+                "name": "y",
+            }
+        },
         "method_name": "tensorflow/serving/predict",
         "defaults": {},
     }
@@ -146,7 +184,10 @@ def test_metadata_doubles_signature_def(tf_server) -> None:
 def test_metadata_default_signature_and_label(tf_server) -> None:
     simple = get(tf_server.http_url, "/v1/models/simple/metadata").json()
     default = simple["metadata"]["signature_def"]["signature_def"]["serving_default"]
-    assert default["inputs"]["INPUT0"]["tensor_shape"]["dim"] == [{"size": "-1", "name": ""}, {"size": "16", "name": ""}]
+    assert default["inputs"]["INPUT0"]["tensor_shape"]["dim"] == [
+        {"size": "-1", "name": ""},
+        {"size": "16", "name": ""},
+    ]
     assert set(default["outputs"]) == {"OUTPUT0", "OUTPUT1"}
     canary = get(tf_server.http_url, "/v1/models/classifier/labels/canary/metadata").json()
     assert canary["model_spec"]["version"] == "2"
@@ -159,8 +200,14 @@ def test_metadata_default_signature_and_label(tf_server) -> None:
     ("doc", "message"),
     [
         ({"signature_name": 1, "instances": [1.0]}, "'signature_name' key must be a string value."),
-        ({"signature_name": "nope", "instances": [1.0]}, 'Serving signature name: "nope" not found in signature def'),
-        ({"instances": [1.0], "inputs": [1.0]}, "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist"),
+        (
+            {"signature_name": "nope", "instances": [1.0]},
+            'Serving signature name: "nope" not found in signature def',
+        ),
+        (
+            {"instances": [1.0], "inputs": [1.0]},
+            "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist",
+        ),
         ({"signature_name": "f"}, "Missing 'inputs' or 'instances' key"),
         ({"instances": 1.0}, "Excepting 'instances' to be an list/array"),
         ({"instances": []}, "No values in 'instances' array"),
@@ -176,20 +223,56 @@ def test_metadata_default_signature_and_label(tf_server) -> None:
         (sig("s", inputs=[1]), "is not of expected type: string"),
         (sig("s", inputs=[{"b64": "!!!"}]), "Unable to base64 decode"),
         (sig("s", inputs=[{"b64": "YQ==", "x": 1}]), "not formatted correctly for base64 data"),
-        (sig("m", inputs=[[1.0, 2.0], [3.0]]), "Encountered list at unexpected size: 1 at level: 1 expected size: 2"),
-        (sig("m", inputs=[[1.0, 2.0], 3.0]), "found at incorrect level: 2 in the JSON DOM. Expected at level: 2"),
+        (
+            sig("m", inputs=[[1.0, 2.0], [3.0]]),
+            "Encountered list at unexpected size: 1 at level: 1 expected size: 2",
+        ),
+        (
+            sig("m", inputs=[[1.0, 2.0], 3.0]),
+            "found at incorrect level: 2 in the JSON DOM. Expected at level: 2",
+        ),
         (sig("f", inputs=[1.0, [2.0]]), "Encountered list at unexpected level: 1 expected < 1"),
-        (sig("pair", instances=[{"a": 1.0}]), "Failed to process element: 0 of 'instances' list. JSON object: {\"a\":1.0} must only have keys: a,b"),
-        (sig("pair", instances=[{"a": 1.0, "b": 1, "c": 2}]), "Failed to process element: 0 key: c of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: c"),
-        (sig("pair", instances=[1.0, 2.0]), "instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map"),
-        (sig("pair", instances=[{"a": 1.0, "b": 1}, 2.0]), "Expecting object but got list at item 1 of input list"),
-        (sig("f", instances=[1.0, {"a": 1.0}]), "Expecting value/list but got object at item 1 of input list"),
-        (sig("m", instances=[[1.0, 2.0], [1.0, 2.0, 3.0]]), "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: Expecting tensor size: 2 but got: 3"),
-        (sig("m", instances=[[[1.0], [2.0]], [[1.0, 2.0]]]), "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: Expecting shape [2,1] but got: [1,2]"),
-        (sig("pair", instances=[{"a": 1.0, "b": 1}, {"a": 1.0, "b": 1.5}]), "Failed to process element: 1 key: b of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: 1.5 Type: Number is not of expected type: int64"),
-        (sig("h", instances=[1.0]), "Failed to process element: 0 of 'instances' list. Error: UNIMPLEMENTED: Conversion of JSON Value: 1.0 to type: half"),
+        (
+            sig("pair", instances=[{"a": 1.0}]),
+            "Failed to process element: 0 of 'instances' list. JSON object: {\"a\":1.0} must only have keys: a,b",
+        ),
+        (
+            sig("pair", instances=[{"a": 1.0, "b": 1, "c": 2}]),
+            "Failed to process element: 0 key: c of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: c",
+        ),
+        (
+            sig("pair", instances=[1.0, 2.0]),
+            "instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map",
+        ),
+        (
+            sig("pair", instances=[{"a": 1.0, "b": 1}, 2.0]),
+            "Expecting object but got list at item 1 of input list",
+        ),
+        (
+            sig("f", instances=[1.0, {"a": 1.0}]),
+            "Expecting value/list but got object at item 1 of input list",
+        ),
+        (
+            sig("m", instances=[[1.0, 2.0], [1.0, 2.0, 3.0]]),
+            "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: Expecting tensor size: 2 but got: 3",
+        ),
+        (
+            sig("m", instances=[[[1.0], [2.0]], [[1.0, 2.0]]]),
+            "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: Expecting shape [2,1] but got: [1,2]",
+        ),
+        (
+            sig("pair", instances=[{"a": 1.0, "b": 1}, {"a": 1.0, "b": 1.5}]),
+            "Failed to process element: 1 key: b of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: 1.5 Type: Number is not of expected type: int64",
+        ),
+        (
+            sig("h", instances=[1.0]),
+            "Failed to process element: 0 of 'instances' list. Error: UNIMPLEMENTED: Conversion of JSON Value: 1.0 to type: half",
+        ),
         (sig("pair", inputs={"a": [1.0]}), "Missing named input: b in 'inputs' object."),
-        (sig("pair", inputs=[1.0]), "inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map"),
+        (
+            sig("pair", inputs=[1.0]),
+            "inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map",
+        ),
     ],
 )
 def test_predict_request_rules(tf_server, doc: dict, message: str) -> None:
@@ -212,8 +295,14 @@ def test_predict_request_rules(tf_server, doc: dict, message: str) -> None:
         (sig("bytes", instances=["foo"]), {"predictions": [{"b64": "Zm9v"}]}),
         (sig("m", inputs=[[1.0, 2.0], [3.0, 4.0]]), {"outputs": [[1.0, 2.0], [3.0, 4.0]]}),
         (sig("m", instances=[[1.0, 2.0], [3.0, 4.0]]), {"predictions": [[1.0, 2.0], [3.0, 4.0]]}),
-        (sig("pair", inputs={"a": [1.5], "b": [1, 2, 3], "extra": "ignored"}), {"outputs": {"a": [1.5], "b": [1, 2, 3]}}),
-        (sig("pair", instances=[{"a": 1.5, "b": 1}, {"a": 2.5, "b": 2}]), {"predictions": [{"a": 1.5, "b": 1}, {"a": 2.5, "b": 2}]}),
+        (
+            sig("pair", inputs={"a": [1.5], "b": [1, 2, 3], "extra": "ignored"}),
+            {"outputs": {"a": [1.5], "b": [1, 2, 3]}},
+        ),
+        (
+            sig("pair", instances=[{"a": 1.5, "b": 1}, {"a": 2.5, "b": 2}]),
+            {"predictions": [{"a": 1.5, "b": 1}, {"a": 2.5, "b": 2}]},
+        ),
         ({"instances": [0.5]}, {"predictions": [0.5]}),
     ],
 )
@@ -245,7 +334,11 @@ def test_trailing_bytes_after_the_document_are_ignored(tf_server) -> None:
 
 
 def test_nan_and_infinity_tokens_both_ways(tf_server) -> None:
-    reply = post(tf_server.http_url, "/v1/models/identity_fp32:predict", '{"instances": [NaN, Infinity, -Infinity, 1.0]}')
+    reply = post(
+        tf_server.http_url,
+        "/v1/models/identity_fp32:predict",
+        '{"instances": [NaN, Infinity, -Infinity, 1.0]}',
+    )
     assert reply.status == 200
     assert reply.text == '{\n    "predictions": [NaN, Infinity, -Infinity, 1.0\n    ]\n}'
 
@@ -253,9 +346,16 @@ def test_nan_and_infinity_tokens_both_ways(tf_server) -> None:
 @pytest.mark.parametrize(
     ("signature", "values", "texts"),
     [
-        ("f", [0.1, 999999.0, 9000000.0, 0.00003, 1.0, -0.0, 16777217, 1e40, 1 / 3],
-         ["0.1", "999999.0", "9e+06", "3e-05", "1.0", "-0.0", "16777216.0", "Infinity", "0.333333343"]),
-        ("d", [0.1, 1 / 3, 1e300, 2.0, 123456.789], ["0.1", "0.33333333333333331", "1e+300", "2.0", "123456.789"]),
+        (
+            "f",
+            [0.1, 999999.0, 9000000.0, 0.00003, 1.0, -0.0, 16777217, 1e40, 1 / 3],
+            ["0.1", "999999.0", "9e+06", "3e-05", "1.0", "-0.0", "16777216.0", "Infinity", "0.333333343"],
+        ),
+        (
+            "d",
+            [0.1, 1 / 3, 1e300, 2.0, 123456.789],
+            ["0.1", "0.33333333333333331", "1e+300", "2.0", "123456.789"],
+        ),
     ],
 )
 def test_float_formatting(tf_server, signature: str, values: list, texts: list[str]) -> None:
@@ -292,20 +392,72 @@ NAN_TOKEN = float("nan")
 @pytest.mark.parametrize(
     ("verb", "doc", "message"),
     [
-        ("regress", {"signature_name": "tensorflow/serving/regress"}, "When method is classify, key 'examples' is expected and was not found"),
-        ("regress", sig("tensorflow/serving/regress", examples={"x": 1.0}), "Expecting 'examples' value to be an list/array"),
+        (
+            "regress",
+            {"signature_name": "tensorflow/serving/regress"},
+            "When method is classify, key 'examples' is expected and was not found",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples={"x": 1.0}),
+            "Expecting 'examples' value to be an list/array",
+        ),
         ("classify", sig("tensorflow/serving/classify", examples=[]), "'examples' value is an empty array"),
-        ("regress", sig("tensorflow/serving/regress", examples=[1.0]), "Example must be JSON object but got JSON Number"),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": [10, 10.0]}]), "Unexpected element type in feature: x expecting type: int64"),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": None}]), "Feature: x has element with unexpected JSON type: Null"),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": [[1.0]]}]), "Feature: x has element with unexpected JSON type: Array"),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": {"a": 1}}]), "Feature: x has element with unexpected JSON type: Object"),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": 2**63}]), "Feature: x has uint64 element. Only int64 is supported."),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": 1}]), "Name: <unknown>, Key: x, Index: 0.  Data types don't match. Data type: int64 but expected type: float"),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"y": 1.0}]), "Feature: x (data type: float) is required but could not be found."),
-        ("regress", sig("tensorflow/serving/regress", examples=[{"x": [1.0, 2.0]}]), "Number of values != expected"),
-        ("regress", {"examples": [{"x": 1.0}]}, "Expected regression signature method_name to be tensorflow/serving/regress. Was: tensorflow/serving/predict"),
-        ("classify", {"examples": [{"x": 1.0}]}, "Expected classification signature method_name to be tensorflow/serving/classify. Was: tensorflow/serving/predict"),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[1.0]),
+            "Example must be JSON object but got JSON Number",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": [10, 10.0]}]),
+            "Unexpected element type in feature: x expecting type: int64",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": None}]),
+            "Feature: x has element with unexpected JSON type: Null",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": [[1.0]]}]),
+            "Feature: x has element with unexpected JSON type: Array",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": {"a": 1}}]),
+            "Feature: x has element with unexpected JSON type: Object",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": 2**63}]),
+            "Feature: x has uint64 element. Only int64 is supported.",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": 1}]),
+            "Name: <unknown>, Key: x, Index: 0.  Data types don't match. Data type: int64 but expected type: float",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"y": 1.0}]),
+            "Feature: x (data type: float) is required but could not be found.",
+        ),
+        (
+            "regress",
+            sig("tensorflow/serving/regress", examples=[{"x": [1.0, 2.0]}]),
+            "Number of values != expected",
+        ),
+        (
+            "regress",
+            {"examples": [{"x": 1.0}]},
+            "Expected regression signature method_name to be tensorflow/serving/regress. Was: tensorflow/serving/predict",
+        ),
+        (
+            "classify",
+            {"examples": [{"x": 1.0}]},
+            "Expected classification signature method_name to be tensorflow/serving/classify. Was: tensorflow/serving/predict",
+        ),
     ],
 )
 def test_classify_regress_rules(tf_server, verb: str, doc: dict, message: str) -> None:
@@ -315,5 +467,7 @@ def test_classify_regress_rules(tf_server, verb: str, doc: dict, message: str) -
 
 
 def test_predict_accepts_a_regress_signature(tf_server) -> None:
-    reply = post(tf_server.http_url, f"{HALF_URL}:predict", sig("tensorflow/serving/regress", instances=[1.0]))
+    reply = post(
+        tf_server.http_url, f"{HALF_URL}:predict", sig("tensorflow/serving/regress", instances=[1.0])
+    )
     assert reply.json() == {"predictions": [3.5]}

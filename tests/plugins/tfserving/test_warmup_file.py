@@ -27,7 +27,7 @@ from modelplatform_tfserving.tfrecord import crc32c, masked_crc, read_records, w
 from .conftest import BUNDLED, HALF
 from .http import get, post
 
-RECORDING_MODEL = '''
+RECORDING_MODEL = """
 import json
 from pathlib import Path
 
@@ -43,7 +43,7 @@ class Model:
         with self.seen.open("a") as out:
             out.write(json.dumps(x.tolist()) + "\\n")
         return {"y": (x * 0.5 + 3).astype(np.float32)}
-'''
+"""
 
 WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
 REGRESS = "tensorflow/serving/regress"
@@ -64,7 +64,7 @@ def test_records_round_trip_and_every_byte_is_checked(tmp_path: Path) -> None:
     assert read_records(path, 10, 1000) == [b"one", b"", b"three" * 100]
     data = path.read_bytes()
     assert data[8:12] == struct.pack("<I", masked_crc(data[:8]))
-    for offset, part in ((0, "length"), (9, "length checksum"), (12, "data"), (16, "data checksum")):
+    for offset, _part in ((0, "length"), (9, "length checksum"), (12, "data"), (16, "data checksum")):
         damaged = bytearray(data)
         damaged[offset] ^= 0x01
         path.write_bytes(bytes(damaged))

@@ -44,7 +44,9 @@ def client(server: ServerProcess) -> Iterator[httpclient.InferenceServerClient]:
     # Every test starts from the start-up settings.
     with httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}") as triton:
         for model in ("simple", "identity_fp32"):
-            triton.update_trace_settings(model, {"trace_level": None, "trace_rate": None, "trace_count": None})
+            triton.update_trace_settings(
+                model, {"trace_level": None, "trace_rate": None, "trace_count": None}
+            )
         triton.update_trace_settings(settings={"trace_level": None, "trace_rate": None, "trace_count": None})
 
 
@@ -85,7 +87,9 @@ def test_trace_is_advertised_and_get_answers_tritons_fields(server: ServerProces
     assert client.get_trace_settings("simple") == DEFAULTS
 
 
-def test_rate_1_traces_every_request_and_off_traces_none(server: ServerProcess, receiver: Receiver, client) -> None:
+def test_rate_1_traces_every_request_and_off_traces_none(
+    server: ServerProcess, receiver: Receiver, client
+) -> None:
     assert client.update_trace_settings(settings={"trace_rate": "1"})["trace_rate"] == "1"
     every = ids("a1", 3)
     for trace_id in every:
@@ -154,7 +158,12 @@ def test_a_global_change_reaches_models_that_follow_it(server: ServerProcess, cl
         ("/v2/trace/setting", {"trace_rate": "often"}, 400, "Unable to parse 'trace_rate', got: often"),
         ("/v2/trace/setting", {"trace_rate": "0"}, 400, "out of range [ 1, 4294967295 ]"),
         ("/v2/trace/setting", {"trace_count": "-2"}, 400, "Expecting value >= -1, got: -2"),
-        ("/v2/trace/setting", {"trace_level": ["OFF", "TIMESTAMPS"]}, 400, "Expect only one trace level 'OFF'"),
+        (
+            "/v2/trace/setting",
+            {"trace_level": ["OFF", "TIMESTAMPS"]},
+            400,
+            "Expect only one trace level 'OFF'",
+        ),
         ("/v2/trace/setting", {"trace_level": ["LOUD"]}, 400, "got: LOUD"),
         ("/v2/trace/setting", {"trace_level": []}, 400, "at least one level"),
         ("/v2/trace/setting", {"trace_level": 1.5}, 400, "a string, a list of strings or null"),
@@ -162,7 +171,12 @@ def test_a_global_change_reaches_models_that_follow_it(server: ServerProcess, cl
         ("/v2/trace/setting", {"log_frequency": "10"}, 400, "log_frequency"),
         ("/v2/trace/setting", {"trace_mode": "triton"}, 400, "trace_mode"),
         ("/v2/trace/setting", {"trace_rate": "1", "no_such": "1"}, 400, "no_such"),
-        ("/v2/trace/setting", {"trace_file": "/tmp/trace.json"}, 501, "trace file location can not be updated"),
+        (
+            "/v2/trace/setting",
+            {"trace_file": "/tmp/trace.json"},
+            501,
+            "trace file location can not be updated",
+        ),
         ("/v2/trace/setting", [1, 2], 400, "JSON object"),
         ("/v2/models/no_such_model/trace/setting", {}, 400, "Request for unknown model : no_such_model"),
     ],
@@ -189,7 +203,9 @@ def test_tritonclient_refusal_is_an_exception(server: ServerProcess, client) -> 
 
 
 def test_grpc_trace_setting_and_log_settings_through_tritonclient(server: ServerProcess) -> None:
-    done = subprocess.run([sys.executable, str(PROBE), server.grpc_url], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(PROBE), server.grpc_url], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert "trace" in found["extensions"] and "logging" in found["extensions"]
@@ -206,7 +222,10 @@ def test_grpc_trace_setting_and_log_settings_through_tritonclient(server: Server
     assert found["log_get"]["log_info"] == {"bool_param": True}
     assert found["log_set"]["log_verbose_level"] == {"uint32_param": 1}
     assert found["log_set"]["log_info"] == {"bool_param": False}
-    assert found["log_bad_type"] == "StatusCode.INVALID_ARGUMENT logging setting 'log_info' must be true or false"
+    assert (
+        found["log_bad_type"]
+        == "StatusCode.INVALID_ARGUMENT logging setting 'log_info' must be true or false"
+    )
     assert found["log_file"].startswith("StatusCode.INVALID_ARGUMENT logging setting 'log_file'")
     assert found["log_after_errors"] == found["log_set"]
     # The HTTP extension reads the same live settings the gRPC call changed (the probe restored them).
@@ -218,13 +237,25 @@ def test_without_an_endpoint_tracing_is_off_and_cannot_be_switched_on() -> None:
     with ServerProcess(*args) as running:
         status, answer = call(running, "GET", "/v2/trace/setting")
         assert status == 200 and answer["trace_level"] == ["OFF"]
-        status, error = call(running, "POST", "/v2/trace/setting", json.dumps({"trace_level": ["TIMESTAMPS"]}))
+        status, error = call(
+            running, "POST", "/v2/trace/setting", json.dumps({"trace_level": ["TIMESTAMPS"]})
+        )
         assert status == 400 and "no OTLP endpoint" in error["error"]
-        assert call(running, "POST", "/v2/trace/setting", json.dumps({"trace_rate": "5"}))[1]["trace_rate"] == "5"
+        assert (
+            call(running, "POST", "/v2/trace/setting", json.dumps({"trace_rate": "5"}))[1]["trace_rate"]
+            == "5"
+        )
 
 
 def test_trace_is_not_advertised_without_the_plugin() -> None:
-    args = ("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple", "--disable-plugin", "tracing")
+    args = (
+        "--model-repository",
+        str(MODEL_REPOSITORY),
+        "--load-model",
+        "simple",
+        "--disable-plugin",
+        "tracing",
+    )
     with ServerProcess(*args) as running:
         assert "trace" not in call(running, "GET", "/v2")[1]["extensions"]
         assert call(running, "GET", "/v2/trace/setting")[0] == 404

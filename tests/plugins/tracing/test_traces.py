@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from modelplatform.testing import ServerProcess, free_port
+from modelplatform.testing import ServerProcess
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 
@@ -24,11 +24,12 @@ OIP_BODY = json.dumps({"inputs": [
     {"name": n, "datatype": "INT32", "shape": [1, 16], "data": ROW} for n in ("INPUT0", "INPUT1")
 ]})  # fmt: skip
 #: Decodes, then fails validation in the dataplane (wrong shape): counted, reason OTHER.
-BAD_INPUT = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 3], "data": [1, 2, 3]}]})
+BAD_INPUT = json.dumps(
+    {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 3], "data": [1, 2, 3]}]}
+)
 TRACE_HTTP = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACE_GRPC = "0af7651916cd43dd8448eb211c80319c"
 PARENT = "00f067aa0ba902b7"
-
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,9 @@ def post_infer(server: ServerProcess, headers: dict[str, str]) -> int:
         connection.close()
 
 
-def test_http_traceparent_yields_a_span_in_the_callers_trace(server: ServerProcess, receiver: Receiver) -> None:
+def test_http_traceparent_yields_a_span_in_the_callers_trace(
+    server: ServerProcess, receiver: Receiver
+) -> None:
     assert post_infer(server, {"traceparent": f"00-{TRACE_HTTP}-{PARENT}-01"}) == 200
     spans = receiver.find(TRACE_HTTP)
     assert len(spans) == 1

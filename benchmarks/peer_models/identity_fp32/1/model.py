@@ -8,5 +8,7 @@ class TritonPythonModel:
         responses = []
         for request in requests:
             tensor = pb_utils.get_input_tensor_by_name(request, "INPUT0")
-            responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUTPUT0", tensor.as_numpy())]))
+            responses.append(
+                pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUTPUT0", tensor.as_numpy())])
+            )
         return responses

@@ -10,7 +10,9 @@ class TritonPythonModel:
         for request in requests:
             a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
             b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            outputs = [pb_utils.Tensor("OUTPUT0", (a + b).astype(np.int32)),
-                       pb_utils.Tensor("OUTPUT1", (a - b).astype(np.int32))]
+            outputs = [
+                pb_utils.Tensor("OUTPUT0", (a + b).astype(np.int32)),
+                pb_utils.Tensor("OUTPUT1", (a - b).astype(np.int32)),
+            ]
             responses.append(pb_utils.InferenceResponse(output_tensors=outputs))
         return responses

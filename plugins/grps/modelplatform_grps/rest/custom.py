@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+
 import structlog
 
 from modelplatform import (
@@ -109,9 +110,7 @@ class CustomHandler:
         return version
 
 
-async def _rest(
-    first: bytes | None, chunks: AsyncIterator[bytes], model: str
-) -> AsyncIterator[bytes]:
+async def _rest(first: bytes | None, chunks: AsyncIterator[bytes], model: str) -> AsyncIterator[bytes]:
     """The stream after its first chunk; an error ends it early (headers are gone), logged."""
     try:
         item = first

@@ -120,7 +120,12 @@ def _alias_flat_double(data: dict[str, Any]) -> None:
 #: Outputs whose protobuf JSON is exactly their numbers as a list (int64 would be strings,
 #: floats shortest-repr): only these are written without building the message.
 _PLAIN_INTS = {"INT8": "DT_INT8", "INT16": "DT_INT16", "INT32": "DT_INT32", "UINT8": "DT_UINT8"}
-_FIELD = {"DT_INT8": "flat_int8", "DT_INT16": "flat_int16", "DT_INT32": "flat_int32", "DT_UINT8": "flat_uint8"}
+_FIELD = {
+    "DT_INT8": "flat_int8",
+    "DT_INT16": "flat_int16",
+    "DT_INT32": "flat_int32",
+    "DT_UINT8": "flat_uint8",
+}
 _SUCCESS = {"code": 200, "msg": "OK", "status": "SUCCESS"}
 
 

@@ -11,7 +11,11 @@ from .routes import DIALECT, PREFIX, grps_routes, render_error
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    return [HttpDialect(DIALECT, grps_routes, status_code, render_error, path_prefix=f"{PREFIX}/", protocol="grps_http")]
+    return [
+        HttpDialect(
+            DIALECT, grps_routes, status_code, render_error, path_prefix=f"{PREFIX}/", protocol="grps_http"
+        )
+    ]
 
 
 @hookimpl

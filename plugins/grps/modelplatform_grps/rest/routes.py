@@ -98,7 +98,9 @@ class GrpsRoutes:
             raise InvalidArgument("Streaming and return-ndarray are not supported at the same time.")
 
         def decode() -> tuple[str, InferenceRequest]:
-            payload, payload_model = parse_predict(data) if data is not None else (Payload("bin_data", request.body), "")
+            payload, payload_model = (
+                parse_predict(data) if data is not None else (Payload("bin_data", request.body), "")
+            )
             return payload.kind, self.rt.decode(payload, payload_model, query.get("model", ""))
 
         if streaming:

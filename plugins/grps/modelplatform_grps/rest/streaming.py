@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from modelplatform import HttpReply, HttpRequest, InferenceRequest, InferenceResponse, InvalidArgument, ModelPlatformError
+from modelplatform import (
+    HttpReply,
+    HttpRequest,
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    ModelPlatformError,
+)
 
 from ..converter import single_bytes_of, to_message
 from ..options import GrpsOptions

@@ -98,9 +98,7 @@ def _input_data(
             raise InvalidArgument(f"input '{name}': no 'data' and no binary_data_size")
         return array_from_json(name, datatype, shape, item["data"], limits)
     if read_binary is None:
-        raise InvalidArgument(
-            f"input '{name}': binary_data_size needs the binary tensor data extension"
-        )
+        raise InvalidArgument(f"input '{name}': binary_data_size needs the binary tensor data extension")
     if not _is_int(size) or size < 0:
         raise InvalidArgument(f"input '{name}': binary_data_size must be a non-negative integer")
     return read_binary(name, datatype, shape, size, limits)
@@ -116,9 +114,7 @@ def _region_data(
     read_region: RegionReader | None,
 ) -> np.ndarray:
     if "data" in item or "binary_data_size" in parameters:
-        raise InvalidArgument(
-            f"input '{name}': '{REGION}' cannot be given with 'data' or 'binary_data_size'"
-        )
+        raise InvalidArgument(f"input '{name}': '{REGION}' cannot be given with 'data' or 'binary_data_size'")
     if read_region is None:
         raise InvalidArgument(f"input '{name}': shared memory regions are not served here")
     return read_region(name, datatype, shape, parameters, limits)

@@ -27,9 +27,7 @@ def array_from_json(name: str, datatype: str, shape: list[int], data: Any, limit
     else:
         array = _numeric_array(name, datatype, data)
     if array.size != count:
-        raise InvalidArgument(
-            f"input '{name}': shape {shape} needs {count} elements, data has {array.size}"
-        )
+        raise InvalidArgument(f"input '{name}': shape {shape} needs {count} elements, data has {array.size}")
     return array.reshape(shape)
 
 
@@ -76,7 +74,9 @@ def _bytes_array(name: str, data: list, limits: Limits) -> np.ndarray:
             raise InvalidArgument(f"input '{name}': BYTES data must be JSON strings")
         encoded = item.encode()
         if len(encoded) > limits.max_bytes_element:
-            raise LimitExceeded(f"input '{name}' BYTES element length", len(encoded), limits.max_bytes_element)
+            raise LimitExceeded(
+                f"input '{name}' BYTES element length", len(encoded), limits.max_bytes_element
+            )
         out[index] = encoded
     return out
 

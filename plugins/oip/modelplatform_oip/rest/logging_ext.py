@@ -47,5 +47,7 @@ class LoggingChanges:
 def logging_routes(broadcast: Broadcast) -> list[HttpRoute]:
     return [
         HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0, category="logging"),
-        HttpRoute(("POST",), PATH, LoggingChanges(broadcast).post, max_body_bytes=MAX_BODY_BYTES, category="logging"),
+        HttpRoute(
+            ("POST",), PATH, LoggingChanges(broadcast).post, max_body_bytes=MAX_BODY_BYTES, category="logging"
+        ),
     ]

@@ -99,7 +99,9 @@ class OipRoutes:
         encoded = await self.answer(request.headers, request.body, *_model(request))
         return HttpReply(200, encoded.body, encoded.content_type, encoded.headers)
 
-    async def answer(self, headers: Mapping[str, str], body: Any, model: str, version: str) -> EncodedResponse:
+    async def answer(
+        self, headers: Mapping[str, str], body: Any, model: str, version: str
+    ) -> EncodedResponse:
         """Decode, infer, encode: the body is one bytes object, or parts when large.
 
         The core has already undone a Content-Encoding and compresses the answer on Accept-Encoding.
@@ -165,7 +167,13 @@ def oip_routes(context: ServerContext) -> list[HttpRoute]:
             HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready, category="health"),
             HttpRoute(("GET",), f"{prefix}/config", routes.model_config, category="model-config"),
             HttpRoute(("GET",), f"{prefix}/stats", routes.statistics, category="statistics"),
-            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model",
-                      category="inference"),
+            HttpRoute(
+                ("POST",),
+                f"{prefix}/infer",
+                routes.infer,
+                hot=True,
+                model_param="model",
+                category="inference",
+            ),
         ]
     return declared + logging_routes(context.broadcast)

@@ -57,22 +57,14 @@ class OipService:
         self.limits = Limits.from_settings(context.settings)
         self.regions = Regions(context)
 
-    async def server_live(
-        self, request: pb.ServerLiveRequest, context: Any
-    ) -> pb.ServerLiveResponse:
+    async def server_live(self, request: pb.ServerLiveRequest, context: Any) -> pb.ServerLiveResponse:
         return pb.ServerLiveResponse(live=self.dataplane.live)
 
-    async def server_ready(
-        self, request: pb.ServerReadyRequest, context: Any
-    ) -> pb.ServerReadyResponse:
+    async def server_ready(self, request: pb.ServerReadyRequest, context: Any) -> pb.ServerReadyResponse:
         return pb.ServerReadyResponse(ready=self.dataplane.ready())
 
-    async def model_ready(
-        self, request: pb.ModelReadyRequest, context: Any
-    ) -> pb.ModelReadyResponse:
-        return pb.ModelReadyResponse(
-            ready=self.dataplane.model_ready(request.name, request.version)
-        )
+    async def model_ready(self, request: pb.ModelReadyRequest, context: Any) -> pb.ModelReadyResponse:
+        return pb.ModelReadyResponse(ready=self.dataplane.model_ready(request.name, request.version))
 
     async def server_metadata(self, request: Any, context: Any) -> pb.ServerMetadataResponse:
         meta = self.dataplane.server_metadata()
@@ -91,9 +83,7 @@ class OipService:
             outputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in meta.outputs],
         )
 
-    async def model_config(
-        self, request: pb.ModelConfigRequest, context: Any
-    ) -> pb.ModelConfigResponse:
+    async def model_config(self, request: pb.ModelConfigRequest, context: Any) -> pb.ModelConfigResponse:
         config = self.dataplane.model_config(request.name, request.version)
         response = pb.ModelConfigResponse()
         json_format.ParseDict(config.document, response.config)  # the JSON as read: same message
@@ -211,9 +201,7 @@ def final_flag_wanted(inference: InferenceRequest) -> bool:
     """Take Triton's ``triton_enable_empty_final_response`` off the request (no model sees it)."""
     wanted = inference.parameters.pop(EMPTY_FINAL, False)
     if not isinstance(wanted, bool):
-        raise InvalidArgument(
-            f"invalid value type for '{EMPTY_FINAL}' parameter, expected bool_param."
-        )
+        raise InvalidArgument(f"invalid value type for '{EMPTY_FINAL}' parameter, expected bool_param.")
     return wanted
 
 

@@ -87,9 +87,7 @@ def _decode(
         else _input(item, next(entries) if raw else None, limits)
         for i, item in enumerate(message.inputs)
     ]
-    outputs = [
-        RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in message.outputs
-    ]
+    outputs = [RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in message.outputs]
     return InferenceRequest(
         model_name=message.model_name,
         model_version=message.model_version,
@@ -113,9 +111,7 @@ def _input(
         array = raw_array(name, datatype, count, raw, limits)
     else:
         array = _typed_array(name, datatype, count, item.contents)
-    return Tensor(
-        name, datatype, tuple(shape), array.reshape(shape), parameters.from_proto(item.parameters)
-    )
+    return Tensor(name, datatype, tuple(shape), array.reshape(shape), parameters.from_proto(item.parameters))
 
 
 def _region_input(
@@ -133,17 +129,13 @@ def _region_input(
     return Tensor(name, datatype, tuple(shape), array.reshape(shape), params)
 
 
-def _typed_array(
-    name: str, datatype: str, count: int, contents: pb.InferTensorContents
-) -> np.ndarray:
+def _typed_array(name: str, datatype: str, count: int, contents: pb.InferTensorContents) -> np.ndarray:
     field = TYPED_FIELD.get(datatype)
     if field is None:
         raise InvalidArgument(f"input '{name}': {datatype} data must be sent in raw_input_contents")
     values = getattr(contents, field)
     if len(values) != count:
-        raise InvalidArgument(
-            f"input '{name}': expected {count} values in {field}, got {len(values)}"
-        )
+        raise InvalidArgument(f"input '{name}': expected {count} values in {field}, got {len(values)}")
     if datatype == "BYTES":
         array = np.empty(count, dtype=object)
         array[:] = list(values)

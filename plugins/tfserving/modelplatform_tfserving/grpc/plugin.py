@@ -25,7 +25,9 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
         ),
         # Reloading the model config changes what is served, as the repository API does.
         GrpcService(
-            "tensorflow.serving.ModelService", add_model_service, protocol=PROTOCOL,
+            "tensorflow.serving.ModelService",
+            add_model_service,
+            protocol=PROTOCOL,
             categories={"GetModelStatus": "metadata", "HandleReloadConfigRequest": "model-repository"},
         ),
     ]

@@ -14,12 +14,13 @@ import grpc
 from modelplatform import InvalidArgument, ServerContext, grpc_guard
 
 from ..examples import examples_of
-from ..servables import Selector, status as model_status
+from ..protos import error_codes_pb2 as codes
+from ..protos import services_pb2_grpc as services
+from ..protos import serving_apis_pb2 as apis
+from ..servables import Selector
+from ..servables import status as model_status
 from ..service import Resolved, TfService
 from ..signatures import signatures_of
-from ..protos import error_codes_pb2 as codes
-from ..protos import serving_apis_pb2 as apis
-from ..protos import services_pb2_grpc as services
 from .metadata import signature_def_map
 from .tensor_proto import from_array, to_array
 

@@ -64,7 +64,9 @@ def to_array(proto: Any, limits: Limits, alias: str = "") -> tuple[str, np.ndarr
     try:
         return datatype, _typed(values, datatype, count).reshape(shape)
     except OverflowError:  # int_val carries INT8/INT16/UINT8/UINT16 as int32: refuse, never wrap
-        raise InvalidArgument(f"tensor '{alias}': a value of {field} is out of range for {datatype}") from None
+        raise InvalidArgument(
+            f"tensor '{alias}': a value of {field} is out of range for {datatype}"
+        ) from None
 
 
 def _dtype_error(dtype: int, alias: str) -> InvalidArgument | Unsupported:

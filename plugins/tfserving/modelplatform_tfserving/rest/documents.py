@@ -35,9 +35,7 @@ def metadata_json(name: str, version: str, signatures: dict[str, Signature]) -> 
     return {
         "model_spec": {"name": name, "signature_name": "", "version": version},
         "metadata": {
-            "signature_def": {
-                "signature_def": {n: _signature_def(s) for n, s in signatures.items()}
-            }
+            "signature_def": {"signature_def": {n: _signature_def(s) for n, s in signatures.items()}}
         },
     }
 

@@ -13,7 +13,7 @@ import numpy as np
 from modelplatform import InvalidArgument, ModelPlatformError
 
 from ..errors import format_error, invalid_argument_text, quote
-from ..json_out import document, key_text, leaf_texts, multi_line, single_line, INDENT
+from ..json_out import INDENT, document, key_text, leaf_texts, multi_line, single_line
 from ..json_tensors import array_from_json, dense_shape, is_named_object
 from ..limits import Limits
 from ..signatures import Signature
@@ -84,9 +84,7 @@ def _from_instances(rows: list[Any], types: dict[str, str], limits: Limits) -> d
         name = next(iter(types))
         for index, row in enumerate(rows):
             if is_named_object(row):
-                raise InvalidArgument(
-                    f"Expecting value/list but got object at item {index} of input list"
-                )
+                raise InvalidArgument(f"Expecting value/list but got object at item {index} of input list")
         return {name: _stack(rows, name, types[name], limits, keyed=False)}
     _check_row_keys(rows, types)
     return {
@@ -202,8 +200,7 @@ def _batch_size(outputs: dict[str, np.ndarray]) -> int:
             raise InvalidArgument(f"Tensor name: {name} has no shape information ")
         if batch >= 0 and array.shape[0] != batch:
             raise InvalidArgument(
-                f"Tensor name: {name} has inconsistent batch size: {array.shape[0]} "
-                f"expecting: {batch}"
+                f"Tensor name: {name} has inconsistent batch size: {array.shape[0]} expecting: {batch}"
             )
         batch = array.shape[0]
     return batch

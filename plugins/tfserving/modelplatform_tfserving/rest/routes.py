@@ -20,7 +20,8 @@ from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, Se
 from ..examples import examples_from_json
 from ..json_body import parse_object
 from ..json_out import INDENT, document, error_body, float_texts, key_text
-from ..servables import Selector, known_versions, status as model_status
+from ..servables import Selector, known_versions
+from ..servables import status as model_status
 from ..service import Classification, TfService
 from ..signatures import signatures_of
 from . import documents, predict_json
@@ -84,7 +85,9 @@ class TfRoutes:
         names = sorted({entry.name for entry in self.dataplane.index()})
         models = []
         for name in names:
-            statuses = model_status(self.dataplane, Selector(name)) if known_versions(self.dataplane, name) else []
+            statuses = (
+                model_status(self.dataplane, Selector(name)) if known_versions(self.dataplane, name) else []
+            )
             models.append({"name": name, **documents.status_json(statuses)})
         return {"models": models}
 
@@ -113,7 +116,7 @@ def _classifications(results: list[Classification]) -> str:
     for pairs in results:
         scores = float_texts(_f32([score for _, score in pairs]))
         labels = [key_text(label) for label, _ in pairs]
-        rows.append("[" + ", ".join(f"[{l}, {s}]" for l, s in zip(labels, scores)) + "]")
+        rows.append("[" + ", ".join(f"[{label}, {score}]" for label, score in zip(labels, scores)) + "]")
     return "[" + ", ".join(rows) + ("\n" + INDENT + "]" if rows else "]")
 
 
@@ -123,8 +126,15 @@ def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
     for servable in SERVABLES:
         path = f"/v1/models/{servable}"
         declared += [
-            HttpRoute(("POST",), f"{path}:{VERBS}", routes.post, hot=True, ignore_case=True, model_param="model",
-                      category="inference"),
+            HttpRoute(
+                ("POST",),
+                f"{path}:{VERBS}",
+                routes.post,
+                hot=True,
+                ignore_case=True,
+                model_param="model",
+                category="inference",
+            ),
             HttpRoute(("GET",), path, routes.status, ignore_case=True, category="metadata"),
             HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True, category="metadata"),
         ]
