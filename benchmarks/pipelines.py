@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from modelplatform import InferenceRequest, Tensor
-from modelplatform.settings import Settings
+from modelplatform.base.settings import Settings
 from modelplatform.testing import InProcessServer, ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent

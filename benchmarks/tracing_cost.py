@@ -15,10 +15,10 @@ import asyncio
 import time
 from typing import Any
 
-from modelplatform.declarations import HttpReply, HttpRequest, HttpRoute
-from modelplatform.http.sanic_app import _scoped
-from modelplatform.observing import ScopeOpener
-from modelplatform.stats import ModelStats
+from modelplatform.base.observing import ScopeOpener
+from modelplatform.dataplane.declarations import HttpReply, HttpRequest, HttpRoute
+from modelplatform.frontends.http.sanic_app import _scoped
+from modelplatform.models.stats import ModelStats
 from modelplatform.testing import free_port
 from modelplatform_tracing.settings import TraceSetting, TraceSettings
 from modelplatform_tracing.spans import SpanWriter

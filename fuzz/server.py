@@ -20,13 +20,13 @@ from typing import Any
 import grpc
 import structlog
 
-from modelplatform.declarations import HttpReply, HttpRequest
-from modelplatform.errors import ModelPlatformError
-from modelplatform.http.encoding import call_route
-from modelplatform.http.failures import route_failure
-from modelplatform.http.sanic_app import build_router
-from modelplatform.server import compose, load_initial_models
-from modelplatform.settings import resolve
+from modelplatform.base.errors import ModelPlatformError
+from modelplatform.base.settings import resolve
+from modelplatform.composition.server import compose, load_initial_models
+from modelplatform.dataplane.declarations import HttpReply, HttpRequest
+from modelplatform.frontends.http.encoding import call_route
+from modelplatform.frontends.http.failures import route_failure
+from modelplatform.frontends.http.sanic_app import build_router
 
 REPOSITORY = Path(__file__).resolve().parent.parent / "model_repository"
 #: The example models the targets aim at: every datatype family, both backends.

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from modelplatform.errors import ModelPlatformError
-from modelplatform.model_config import read_config
+from modelplatform.base.errors import ModelPlatformError
+from modelplatform.base.model_config import read_config
 
 from . import seeds
 from .server import MODELS, FuzzServer, Outcome

@@ -66,8 +66,8 @@ def test_build_files_name_files_that_exist(build_file: Path):
 
 
 @pytest.mark.parametrize(("word", "bad"), [
-    ("docs/configuration.md", False), ("http/fastlane.py", False), ("cluster/", False),
-    ("http/sanic_app._read_body", False), ("tests/core/test_cli.py::test_version", False),
+    ("docs/configuration.md", False), ("frontends/http/fastlane.py", False), ("frontends/cluster/", False),
+    ("frontends/http/sanic_app._read_body", False), ("tests/core/test_cli.py::test_version", False),
     ("/v2/models/<m>/infer", False), ("application/json", False), ("file:1/model.py", False),
     ("../shared/protocol-notes.md", True), ("/work/shared/seeds/x.md", True),
     ("shared/protocol-notes.md", True), ("docs/nowhere.md", True),

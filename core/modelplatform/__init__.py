@@ -14,17 +14,12 @@ helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
 
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-from .access.gate import HeaderCheck, header_check
-from .access.scope import check_model_access
-from .backend import Backend, ExecuteResult, PhaseClock, RawResponse
-from .broadcasting import Broadcast
-from .codecs import Codec
-from .context import ServerContext
-from .dataplane import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
-from .deadlines import transport_deadline
-from .declarations import BodyPolicy, GrpcService, HttpDialect, HttpReply, HttpRequest, HttpRoute, json_error
-from .dtypes import (
+from modelplatform._version import __version__
+from modelplatform.base.access.scope import check_model_access
+from modelplatform.base.broadcasting import Broadcast
+from modelplatform.base.codecs import Codec
+from modelplatform.base.deadlines import transport_deadline
+from modelplatform.base.dtypes import (
     CONFIG_TO_DATATYPE,
     DATATYPE_TO_CONFIG,
     DATATYPES,
@@ -36,7 +31,7 @@ from .dtypes import (
     from_buffer,
     numpy_dtype,
 )
-from .errors import (
+from modelplatform.base.errors import (
     AlreadyExists,
     Cancelled,
     DeadlineExceeded,
@@ -59,19 +54,37 @@ from .errors import (
     Unavailable,
     Unsupported,
 )
-from .inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
-from .logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
-from .model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
-from .models import IndexEntry
-from .observing import RequestObserver, RequestScope, counted_in_call
-from .plugins import hookimpl
-from .remote_repository import RepositorySource
-from .settings import Limits, Settings
-from .stats import DEFAULT_LATENCY_BUCKETS_US, ModelStats, checked_buckets, set_latency_buckets
-from .validation import element_count
+from modelplatform.base.inference import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
+from modelplatform.base.logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
+from modelplatform.base.model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
+from modelplatform.base.observing import RequestObserver, RequestScope, counted_in_call
+from modelplatform.base.settings import Limits, Settings
+from modelplatform.base.validation import element_count
+from modelplatform.composition.plugins import hookimpl
+from modelplatform.dataplane.context import ServerContext
+from modelplatform.dataplane.declarations import (
+    BodyPolicy,
+    GrpcService,
+    HttpDialect,
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
+    json_error,
+)
+from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
+from modelplatform.frontends.gate import HeaderCheck, header_check
+from modelplatform.models import IndexEntry
+from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse
+from modelplatform.models.remote_repository import RepositorySource
+from modelplatform.models.stats import (
+    DEFAULT_LATENCY_BUCKETS_US,
+    ModelStats,
+    checked_buckets,
+    set_latency_buckets,
+)
 
 if TYPE_CHECKING:
-    from .grpc_server import grpc_guard, grpc_status
+    from modelplatform.frontends.grpc_server import grpc_guard, grpc_status
 
 #: Names whose modules import grpc: loaded on first use (PEP 562).
 _GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
@@ -79,7 +92,7 @@ _GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
 
 def __getattr__(name: str) -> Any:
     if name in _GRPC_NAMES:
-        from . import grpc_server  # noqa: PLC0415 - grpc only for plugins that serve gRPC
+        from modelplatform.frontends import grpc_server  # noqa: PLC0415 - grpc only for plugins that serve gRPC
 
         return getattr(grpc_server, name)
     raise AttributeError(f"module 'modelplatform' has no attribute '{name}'")

@@ -1,3 +1,3 @@
-from .cli import main
+from modelplatform.composition.cli import main
 
 main()

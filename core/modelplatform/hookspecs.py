@@ -25,14 +25,14 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
-    from .backend import Backend
-    from .codecs import Codec
-    from .context import ServerContext
-    from .declarations import GrpcService, HttpDialect
-    from .inference import InferenceRequest
-    from .model_config import ModelConfig
-    from .remote_repository import RepositorySource
-    from .settings import Settings
+    from modelplatform.base.codecs import Codec
+    from modelplatform.base.inference import InferenceRequest
+    from modelplatform.base.model_config import ModelConfig
+    from modelplatform.base.settings import Settings
+    from modelplatform.dataplane.context import ServerContext
+    from modelplatform.dataplane.declarations import GrpcService, HttpDialect
+    from modelplatform.models.backend import Backend
+    from modelplatform.models.remote_repository import RepositorySource
 
 PROJECT = "modelplatform"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -25,12 +25,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .backend import Backend, ExecuteResult
-from .errors import ModelExecutionError, ModelPlatformError
-from .inference import InferenceRequest, InferenceResponse, Tensor
-from .plugins import hookimpl
-from .server import RunningServer, compose
-from .settings import Settings
+from modelplatform.base.errors import ModelExecutionError, ModelPlatformError
+from modelplatform.base.inference import InferenceRequest, InferenceResponse, Tensor
+from modelplatform.base.settings import Settings
+from modelplatform.composition.plugins import hookimpl
+from modelplatform.composition.server import RunningServer, compose
+from modelplatform.models.backend import Backend, ExecuteResult
 
 #: Settings().metrics_port: InProcessServer moves it to a free port.
 DEFAULT_METRICS_PORT = Settings().metrics_port

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from modelplatform import InvalidArgument
-from modelplatform.access.gate import AccessGate, DenialKind, grpc_key, http_key
-from modelplatform.access.keys import KeyFile, load_keys
-from modelplatform.access.restrictions import Restrictions
+from modelplatform.base.access.keys import KeyFile, load_keys
+from modelplatform.base.access.restrictions import Restrictions
+from modelplatform.frontends.gate import AccessGate, DenialKind, grpc_key, http_key
 
 HASH = hashlib.sha256(b"k1").hexdigest()
 

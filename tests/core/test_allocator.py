@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from modelplatform.allocator import SETTINGS, _glibc
+from modelplatform.base.allocator import SETTINGS, _glibc
 
 pytestmark = pytest.mark.skipif(_glibc() is None, reason="needs glibc (mallopt)")
 
 PROBE = """
 import os
-from modelplatform.allocator import tune_allocator
+from modelplatform.base.allocator import tune_allocator
 tune_allocator()
 print(*(os.environ.get(name) for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_")))
 """

@@ -11,10 +11,10 @@ import pytest
 from google.protobuf import descriptor_pool
 
 from modelplatform import GrpcService, HttpDialect, HttpReply, HttpRoute, PluginError, Settings
-from modelplatform.access.categories import CATEGORIES, is_category
-from modelplatform.grpc_access import check_categories
-from modelplatform.http.routing import Router
-from modelplatform.server import compose
+from modelplatform.base.access.categories import CATEGORIES, is_category
+from modelplatform.composition.server import compose
+from modelplatform.frontends.grpc_access import check_categories
+from modelplatform.frontends.http.routing import Router
 from modelplatform.testing import free_port
 
 GRPS_MODELS = Path(__file__).resolve().parents[1] / "plugins" / "grps" / "models"

@@ -83,7 +83,7 @@ PANELS = ("Network", "Models", "Limits", "Security", "Observability")
 def _serve_options() -> list:
     import typer.main
 
-    from modelplatform.cli import app
+    from modelplatform.composition.cli import app
 
     serve = typer.main.get_command(app).commands["serve"]
     return [param for param in serve.params if not getattr(param, "hidden", False)]

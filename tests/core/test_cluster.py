@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from modelplatform import InvalidArgument
-from modelplatform.cluster import ClusterAddress, SiblingLink
-from modelplatform.cluster.channel import Channel
-from modelplatform.cluster.listener import WorkerListener
-from modelplatform.cluster.relay import Relay
-from modelplatform.cluster.wire import (
+from modelplatform.frontends.cluster import ClusterAddress, SiblingLink
+from modelplatform.frontends.cluster.channel import Channel
+from modelplatform.frontends.cluster.listener import WorkerListener
+from modelplatform.frontends.cluster.relay import Relay
+from modelplatform.frontends.cluster.wire import (
     Applied,
     Apply,
     Hello,
@@ -28,7 +28,7 @@ from modelplatform.cluster.wire import (
     StatisticsAnswer,
     StatisticsQuery,
 )
-from modelplatform.stats import ModelStats
+from modelplatform.models.stats import ModelStats
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from modelplatform import DataPlane
-from modelplatform.backend import BackendRegistry
 from modelplatform.models import LoadOverride, ModelManager
-from modelplatform.stats import ModelStats
+from modelplatform.models.backend import BackendRegistry
+from modelplatform.models.stats import ModelStats
 from modelplatform.testing import FunctionBackend, function_model
 
 CONFIG = """

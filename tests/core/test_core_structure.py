@@ -31,5 +31,9 @@ def test_hookspecs_import_no_server_module_not_even_for_types():
         for target in graph[pending.pop()] - reached:
             reached.add(target)
             pending.append(target)
-    servers = {"modelplatform.server", "modelplatform.grpc_server", "modelplatform.http"}
-    assert not reached & servers and not any(m.startswith("modelplatform.http.") for m in reached)
+    servers = {
+        "modelplatform.composition.server",
+        "modelplatform.frontends.grpc_server",
+        "modelplatform.frontends.http",
+    }
+    assert not reached & servers and not any(m.startswith("modelplatform.frontends.http.") for m in reached)

@@ -7,14 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelplatform import (
-    InferenceRequest,
-    InvalidInput,
-    ModelExecutionError,
-    ModelNotFound,
-    Settings,
-    Tensor,
-)
+from modelplatform import InferenceRequest, InvalidInput, ModelExecutionError, ModelNotFound, Settings, Tensor
 from modelplatform.models import ModelState
 from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
 

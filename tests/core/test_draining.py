@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from modelplatform import HttpReply, InvalidArgument
-from modelplatform.draining import Drain, Phase, ServerShuttingDown
-from modelplatform.http.fastlane import head_bytes
-from modelplatform.settings import resolve
+from modelplatform.base.settings import resolve
+from modelplatform.dataplane.draining import Drain, Phase, ServerShuttingDown
+from modelplatform.frontends.http.fastlane import head_bytes
 
 
 def test_drain_settings_default_for_kubernetes_and_are_bounded():

@@ -18,10 +18,10 @@ from modelplatform import (
     Tensor,
     Unavailable,
 )
-from modelplatform.config_reader import from_proto, parse_json
-from modelplatform.deadlines import deadline_for
-from modelplatform.scheduling.dynamic import DynamicBatcher
-from modelplatform.stats import ModelStats
+from modelplatform.base.config_reader import from_proto, parse_json
+from modelplatform.base.deadlines import deadline_for
+from modelplatform.models.scheduling.dynamic import DynamicBatcher
+from modelplatform.models.stats import ModelStats
 
 
 def _config(delay_us: int = 20_000, max_queue: int = 0, preferred=()):

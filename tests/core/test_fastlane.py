@@ -14,8 +14,8 @@ import pytest
 from sanic import HTTPResponse
 
 from modelplatform import HttpDialect, HttpReply, HttpRequest, HttpRoute, Settings, hookimpl
-from modelplatform.http.fastlane import FAST_BODY_LIMIT, HEAD_LIMIT, head_bytes
-from modelplatform.http.routing import Router
+from modelplatform.frontends.http.fastlane import FAST_BODY_LIMIT, HEAD_LIMIT, head_bytes
+from modelplatform.frontends.http.routing import Router
 from modelplatform.testing import InProcessServer, free_port
 
 

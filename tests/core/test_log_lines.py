@@ -13,7 +13,7 @@ import sys
 EVENTS_PER_WRITER = 3000
 WRITER = f"""
 import structlog
-from modelplatform.logging import configure
+from modelplatform.base.logging import configure
 configure()
 log = structlog.get_logger()
 for index in range({EVENTS_PER_WRITER}):

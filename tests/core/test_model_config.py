@@ -2,7 +2,7 @@ import pytest
 import structlog
 
 from modelplatform import InvalidArgument
-from modelplatform.config_reader import from_proto, load_file, parse_json, parse_text
+from modelplatform.base.config_reader import from_proto, load_file, parse_json, parse_text
 
 TRITON_CONFIG = """
 name: "m"

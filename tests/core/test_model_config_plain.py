@@ -13,8 +13,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from modelplatform import InvalidArgument, ModelConfig
-from modelplatform.config_reader import load_file, parse_json
-from modelplatform.model_config import InstanceGroup, read_config
+from modelplatform.base.config_reader import load_file, parse_json
+from modelplatform.base.model_config import InstanceGroup, read_config
 from modelplatform.models import LoadOverride
 from modelplatform.protos import model_config_pb2 as pb
 

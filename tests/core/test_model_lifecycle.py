@@ -28,7 +28,7 @@ from modelplatform import (
     hookimpl,
 )
 from modelplatform.models import LoadOverride, ModelState
-from modelplatform.polling import RepositoryPoller
+from modelplatform.models.polling import RepositoryPoller
 from modelplatform.testing import InProcessServer, free_port
 
 LOADS: Counter[str] = Counter()

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from modelplatform import InferenceRequest, PermissionDenied, Tensor, check_model_access
-from modelplatform.access.gate import AccessGate
-from modelplatform.access.keys import ApiKey, KeyFile
-from modelplatform.access.restrictions import Restrictions
-from modelplatform.access.scope import model_scope
-from modelplatform.settings import Settings
+from modelplatform.base.access.keys import ApiKey, KeyFile
+from modelplatform.base.access.restrictions import Restrictions
+from modelplatform.base.access.scope import model_scope
+from modelplatform.base.settings import Settings
+from modelplatform.frontends.gate import AccessGate
 from modelplatform.testing import InProcessServer
 
 from ..conftest import MODEL_REPOSITORY

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelplatform.oneport import HTTP2_PREFACE, Kind, sort_connection
+from modelplatform.frontends.oneport import HTTP2_PREFACE, Kind, sort_connection
 
 
 @pytest.mark.parametrize("first", [b"", b"P", b"PRI * HTTP/2.0", HTTP2_PREFACE[:-1]])

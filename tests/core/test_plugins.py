@@ -1,7 +1,7 @@
 import pytest
 
 from modelplatform import PluginError, Settings
-from modelplatform.plugins import build_plugin_manager
+from modelplatform.composition.plugins import build_plugin_manager
 
 
 def _status(settings: Settings) -> dict[str, str]:

@@ -1,6 +1,6 @@
 import structlog
 
-from modelplatform.repository import scan
+from modelplatform.models.repository import scan
 
 
 def test_scan_reads_numeric_versions_and_warns_about_the_rest(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from modelplatform import InvalidArgument
-from modelplatform.repository import fingerprint, model_names
-from modelplatform.settings import resolve
+from modelplatform.base.settings import resolve
+from modelplatform.models.repository import fingerprint, model_names
 
 
 def test_upload_and_restriction_defaults_are_closed():
@@ -47,7 +47,7 @@ def test_fingerprint_sees_growth_and_new_folders_but_not_bytecode(tmp_path):
 def test_serve_has_the_flags():
     from typer.testing import CliRunner
 
-    from modelplatform.cli import app
+    from modelplatform.composition.cli import app
 
     result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from modelplatform import InferenceRequest, ModelPlatformError, RequestedOutput, Tensor
-from modelplatform.model_config import ModelConfig, TensorSpec
-from modelplatform.validation import RequestRules, validate_request
+from modelplatform.base.model_config import ModelConfig, TensorSpec
+from modelplatform.base.validation import RequestRules, validate_request
 
 PLAIN = ModelConfig(
     name="plain",

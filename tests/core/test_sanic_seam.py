@@ -19,8 +19,8 @@ from sanic.http import Stage
 from sanic.server.protocols.http_protocol import HttpProtocol
 
 from modelplatform import Settings
-from modelplatform.http import sanic_seam
-from modelplatform.http.fastlane import FastLaneProtocol
+from modelplatform.frontends.http import sanic_seam
+from modelplatform.frontends.http.fastlane import FastLaneProtocol
 from modelplatform.testing import InProcessServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from modelplatform import DataPlane, ServerContext, Settings
-from modelplatform.server import compose
+from modelplatform.composition.server import compose
 from modelplatform.testing import free_port
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from modelplatform import InvalidArgument, Settings
-from modelplatform.settings import resolve
+from modelplatform.base.settings import resolve
 
 
 def test_defaults():

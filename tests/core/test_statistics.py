@@ -18,8 +18,8 @@ from modelplatform import (
     Settings,
     Tensor,
 )
-from modelplatform.observing import RequestScope, current_scope
-from modelplatform.stats import ModelStats, checked_buckets
+from modelplatform.base.observing import RequestScope, current_scope
+from modelplatform.models.stats import ModelStats, checked_buckets
 from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
 
 CONFIG = """

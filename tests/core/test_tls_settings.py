@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from modelplatform.errors import InvalidArgument
-from modelplatform.settings import resolve
-from modelplatform.tls import ListenerTls, TlsFiles, tls_files
+from modelplatform.base.errors import InvalidArgument
+from modelplatform.base.settings import resolve
+from modelplatform.frontends.tls import ListenerTls, TlsFiles, tls_files
 
 from ..e2e.tls_certs import Authority
 

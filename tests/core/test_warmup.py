@@ -27,8 +27,8 @@ from modelplatform import (
     Settings,
     Tensor,
     hookimpl,
-    repository,
 )
+from modelplatform.models import repository
 from modelplatform.testing import InProcessServer, free_port
 
 #: (model, instance index, request) for every execute, in order.

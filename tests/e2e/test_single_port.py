@@ -20,7 +20,7 @@ import tritonclient.http as httpclient
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from modelplatform.oneport import HTTP2_PREFACE
+from modelplatform.frontends.oneport import HTTP2_PREFACE
 from modelplatform.testing import ServerProcess
 from modelplatform_grps.protos import grps_pb2_grpc
 from modelplatform_grps.protos.grps_pb2 import GrpsMessage

@@ -24,8 +24,8 @@ per-model queue of operations), ``loading`` (loading, swapping and unloading
 versions and their backend instances).
 """
 
-from .manager import ModelManager, Replicator
-from .override import LoadOverride
-from .states import IndexEntry, ModelState, ModelVersion
+from modelplatform.models.manager import ModelManager, Replicator
+from modelplatform.models.override import LoadOverride
+from modelplatform.models.states import IndexEntry, ModelState, ModelVersion
 
 __all__ = ["IndexEntry", "LoadOverride", "ModelManager", "ModelState", "ModelVersion", "Replicator"]

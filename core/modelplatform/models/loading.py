@@ -17,15 +17,16 @@ from typing import Any
 
 import structlog
 
-from .. import model_config, repository
-from ..backend import Backend, BackendRegistry
-from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
-from ..model_config import ModelConfig
-from ..scheduling.factory import create_scheduler
-from ..stats import ModelStats
-from .override import LoadOverride, Source
-from .states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
-from .warmup import WarmupSource, warm_up
+from modelplatform.base import model_config
+from modelplatform.base.errors import InvalidArgument, ModelNotFound, ModelPlatformError
+from modelplatform.base.model_config import ModelConfig
+from modelplatform.models import repository
+from modelplatform.models.backend import Backend, BackendRegistry
+from modelplatform.models.override import LoadOverride, Source
+from modelplatform.models.scheduling.factory import create_scheduler
+from modelplatform.models.states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
+from modelplatform.models.stats import ModelStats
+from modelplatform.models.warmup import WarmupSource, warm_up
 
 log = structlog.get_logger("modelplatform.models")
 

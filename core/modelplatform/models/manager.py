@@ -19,15 +19,15 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import repository
-from ..backend import BackendRegistry
-from ..errors import InvalidArgument, ModelNotFound, ModelPlatformError
-from ..remote_repository import RemoteListing, RepositorySource
-from ..stats import ModelStats
-from .loading import Loader
-from .override import LoadOverride
-from .states import IndexEntry, ModelRecord, ModelVersion
-from .warmup import WarmupSource
+from modelplatform.base.errors import InvalidArgument, ModelNotFound, ModelPlatformError
+from modelplatform.models import repository
+from modelplatform.models.backend import BackendRegistry
+from modelplatform.models.loading import Loader
+from modelplatform.models.override import LoadOverride
+from modelplatform.models.remote_repository import RemoteListing, RepositorySource
+from modelplatform.models.states import IndexEntry, ModelRecord, ModelVersion
+from modelplatform.models.stats import ModelStats
+from modelplatform.models.warmup import WarmupSource
 
 
 class Replicator(Protocol):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import model_config
-from ..repository import Fingerprint
+from modelplatform.base import model_config
+from modelplatform.models.repository import Fingerprint
 
 #: Equal keys ask for the same thing: the configuration (canonical JSON) and the folder.
 OverrideKey = tuple[str | None, str | None]

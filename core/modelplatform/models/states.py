@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backend import Backend
-from ..errors import ModelNotFound, ModelNotReady
-from ..model_config import ModelConfig
-from ..scheduling import Scheduler
-from ..stats import ModelStats
-from ..validation import RequestRules
-from .override import Source
+from modelplatform.base.errors import ModelNotFound, ModelNotReady
+from modelplatform.base.model_config import ModelConfig
+from modelplatform.base.validation import RequestRules
+from modelplatform.models.backend import Backend
+from modelplatform.models.override import Source
+from modelplatform.models.scheduling import Scheduler
+from modelplatform.models.stats import ModelStats
 
 #: Key of a failure that concerns the whole model (bad config), not one version.
 WHOLE_MODEL = -1

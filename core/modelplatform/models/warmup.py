@@ -21,13 +21,13 @@ from pathlib import Path
 
 import structlog
 
-from ..backend import Backend
-from ..errors import Internal, InvalidArgument, ModelPlatformError
-from ..inference import InferenceRequest
-from ..model_config import ModelConfig
-from ..validation import validate_request
-from .states import ModelVersion
-from .warmup_samples import Sample, triton_samples
+from modelplatform.base.errors import Internal, InvalidArgument, ModelPlatformError
+from modelplatform.base.inference import InferenceRequest
+from modelplatform.base.model_config import ModelConfig
+from modelplatform.base.validation import validate_request
+from modelplatform.models.backend import Backend
+from modelplatform.models.states import ModelVersion
+from modelplatform.models.warmup_samples import Sample, triton_samples
 
 log = structlog.get_logger("modelplatform.models")
 

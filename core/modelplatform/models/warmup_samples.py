@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dtypes import decode_bytes, element_size, numpy_dtype
-from ..errors import InvalidArgument, ModelPlatformError
-from ..inference import InferenceRequest, Tensor
-from ..model_config import WARMUP_FOLDER, ModelConfig, ModelWarmup, WarmupInput
-from ..validation import element_count
+from modelplatform.base.dtypes import decode_bytes, element_size, numpy_dtype
+from modelplatform.base.errors import InvalidArgument, ModelPlatformError
+from modelplatform.base.inference import InferenceRequest, Tensor
+from modelplatform.base.model_config import WARMUP_FOLDER, ModelConfig, ModelWarmup, WarmupInput
+from modelplatform.base.validation import element_count
 
 #: Per input, batch included: the default ``--max-tensor-elements``.
 MAX_ELEMENTS = 64 * 2**20

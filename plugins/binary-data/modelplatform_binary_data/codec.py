@@ -13,14 +13,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from modelplatform import (
-    InferenceRequest,
-    InferenceResponse,
-    InvalidArgument,
-    Limits,
-    ModelConfig,
-    Tensor,
-)
+from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, Limits, ModelConfig, Tensor
 from modelplatform_oip.api import (
     BINARY_CODEC,
     EncodedResponse,

@@ -12,13 +12,7 @@ import inspect
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from modelplatform import (
-    InvalidArgument,
-    ModelExecutionError,
-    ModelPlatformError,
-    RawResponse,
-    Unsupported,
-)
+from modelplatform import InvalidArgument, ModelExecutionError, ModelPlatformError, RawResponse, Unsupported
 
 from .usercode import produced_items
 

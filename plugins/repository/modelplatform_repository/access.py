@@ -2,7 +2,7 @@
 
 Who may call it is the core's business now: ``--repository-restrict key:value``
 is the old spelling of ``--http-restricted-api=model-repository:key=value``
-plus the same ``--grpc-restricted-protocol`` (core/modelplatform/access/;
+plus the same ``--grpc-restricted-protocol`` (core/modelplatform/base/access/;
 every route here declares category ``model-repository``).
 """
 

@@ -15,13 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from modelplatform import (
-    DataPlane,
-    InvalidArgument,
-    ModelNotFound,
-    NotFound,
-    VersionInfo,
-)
+from modelplatform import DataPlane, InvalidArgument, ModelNotFound, NotFound, VersionInfo
 
 from .errors import servable_not_found
 from .signatures import Signature, signatures_of

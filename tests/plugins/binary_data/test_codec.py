@@ -16,7 +16,7 @@ from modelplatform import (
     RequestedOutput,
     Tensor,
 )
-from modelplatform.config_reader import from_proto, parse_text
+from modelplatform.base.config_reader import from_proto, parse_text
 from modelplatform_binary_data.codec import BinaryCodec
 
 LIMITS = Limits(max_tensor_elements=1 << 20, max_bytes_element=1 << 20)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from modelplatform import EnsembleScheduling, EnsembleStep, InvalidArgument, ModelConfig
-from modelplatform.config_reader import from_proto, parse_text
+from modelplatform.base.config_reader import from_proto, parse_text
 
 TRITON_TEXT = """
 name: "pipe"

@@ -17,7 +17,7 @@ from modelplatform import (
     Tensor,
     TensorSpec,
 )
-from modelplatform.settings import Settings
+from modelplatform.base.settings import Settings
 from modelplatform.testing import InProcessServer
 from modelplatform_ensemble.graph import MAX_STEPS, wiring
 

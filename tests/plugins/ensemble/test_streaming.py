@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from modelplatform import DecoupledModel, InferenceRequest, ModelPlatformError, Tensor
-from modelplatform.settings import Settings
+from modelplatform.base.settings import Settings
 from modelplatform.testing import InProcessServer
 
 from ...conftest import MODEL_REPOSITORY

@@ -9,14 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelplatform import (
-    InferenceRequest,
-    InferenceResponse,
-    ModelConfig,
-    Tensor,
-    Unavailable,
-    Unsupported,
-)
+from modelplatform import InferenceRequest, InferenceResponse, ModelConfig, Tensor, Unavailable, Unsupported
 from modelplatform_python.backend import PythonBackend
 from modelplatform_python.process_runner import ProcessRunner
 from modelplatform_python.runner import Runner

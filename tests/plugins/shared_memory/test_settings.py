@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from modelplatform import InvalidArgument
-from modelplatform.cli import app
-from modelplatform.settings import resolve
+from modelplatform.base.settings import resolve
+from modelplatform.composition.cli import app
 
 
 def test_client_shared_memory_is_off_and_bounded_by_default():

@@ -13,14 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import (
-    InvalidArgument,
-    LimitExceeded,
-    Unsupported,
-    element_count,
-    from_buffer,
-    numpy_dtype,
-)
+from modelplatform import InvalidArgument, LimitExceeded, Unsupported, element_count, from_buffer, numpy_dtype
 
 from ..limits import Limits
 from ..protos import tensorflow_pb2 as tf

@@ -1,0 +1,215 @@
+"""A model's configuration as plain frozen dataclasses, and the calls that read one.
+
+What every part of the platform reads: :class:`ModelConfig` and its parts,
+plain values only, including the whole configuration as Triton's JSON
+document. It is resolved once at load time and read, never parsed, on the
+request path; it pickles as plain data (process instances, ``--workers``).
+
+Reading config.pbtxt takes protobuf, which stays inside
+:mod:`modelplatform.base.config_reader`; the functions here load that reader the
+first time a configuration is read, so the neutral modules that import this
+one (models, dataplane, scheduling, the backend contract) load no protobuf.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from modelplatform.base.dtypes import DATATYPE_TO_CONFIG
+
+CONFIG_FILE = "config.pbtxt"
+#: The folder beside the version folders holding ``model_warmup`` input files.
+WARMUP_FOLDER = "warmup"
+DEFAULT_QUEUE_SIZE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A declared input or output. ``dims`` exclude the batch dimension."""
+
+    name: str
+    datatype: str
+    dims: tuple[int, ...]
+    optional: bool = False
+    reshape: tuple[int, ...] | None = None
+
+    def full_shape(self, max_batch_size: int) -> list[int]:
+        """The shape clients see: batching models gain a leading -1."""
+        return ([-1] if max_batch_size > 0 else []) + list(self.dims)
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicBatching:
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_us: int = 0
+    max_queue_size: int = DEFAULT_QUEUE_SIZE
+    default_timeout_us: int = 0
+    allow_timeout_override: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class VersionPolicy:
+    """Triton's policy: ``latest`` N (default 1), ``all``, or ``specific`` versions."""
+
+    kind: str = "latest"
+    num_versions: int = 1
+    versions: tuple[int, ...] = ()
+
+    def select(self, available: list[int]) -> list[int]:
+        ordered = sorted(available)
+        if self.kind == "all":
+            return ordered
+        if self.kind == "specific":
+            return [v for v in ordered if v in self.versions]
+        return ordered[-self.num_versions :] if self.num_versions > 0 else []
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceGroup:
+    """One ``instance_group`` entry: ``count`` instances (at least 1) of one ``kind``."""
+
+    kind: str = "KIND_AUTO"
+    count: int = 1
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupInput:
+    """One input of a warmup sample: Triton's ``ModelWarmup.Input``.
+
+    ``dims`` exclude the batch dimension. ``source`` is ``zero_data``,
+    ``random_data`` or ``input_data_file``; ``data_file`` names a file under
+    the model's ``warmup/`` folder (raw row-major bytes; BYTES elements are a
+    4-byte little-endian length and the bytes).
+    """
+
+    datatype: str
+    dims: tuple[int, ...]
+    source: str
+    data_file: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWarmup:
+    """One ``model_warmup`` sample, run ``count`` times on every instance before READY."""
+
+    name: str
+    batch_size: int = 1
+    inputs: dict[str, WarmupInput] = field(default_factory=dict)
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class EnsembleStep:
+    """One ``ensemble_scheduling.step``: a model to run and how its tensors are wired.
+
+    ``input_map`` maps the step model's input names to ensemble tensor names,
+    ``output_map`` its output names to ensemble tensor names (Triton's
+    direction: key is the step model's name, value the ensemble's).
+    ``model_version`` -1 means the latest READY version.
+    """
+
+    model_name: str
+    model_version: int = -1
+    input_map: dict[str, str] = field(default_factory=dict)
+    output_map: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EnsembleScheduling:
+    """Triton's ``ensemble_scheduling``; ``max_inflight_requests`` 0 means no limit per step."""
+
+    steps: tuple[EnsembleStep, ...] = ()
+    max_inflight_requests: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    name: str
+    platform: str = ""
+    backend: str = ""
+    max_batch_size: int = 0
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    version_policy: VersionPolicy = VersionPolicy()
+    instance_count: int = 1
+    dynamic_batching: DynamicBatching | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+    decoupled: bool = False
+    default_model_filename: str = ""
+    instance_group: tuple[InstanceGroup, ...] = ()
+    model_warmup: tuple[ModelWarmup, ...] = ()
+    #: The steps of an ensemble (``platform: "ensemble"``), else None.
+    ensemble_scheduling: EnsembleScheduling | None = None
+    #: The whole configuration as Triton's JSON, as read (no defaults added): what
+    #: ``to_json`` answers and an RPC turns back into its proto. Read it, never change it.
+    document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def batching(self) -> bool:
+        return self.max_batch_size > 0
+
+    @property
+    def composing_models(self) -> tuple[str, ...]:
+        """The models an ensemble's steps call, each once, in step order; () for other models."""
+        if self.ensemble_scheduling is None:
+            return ()
+        return tuple(dict.fromkeys(step.model_name for step in self.ensemble_scheduling.steps))
+
+    def input_spec(self, name: str) -> TensorSpec | None:
+        for spec in self.inputs:  # per request: a loop is cheaper than next(generator)
+            if spec.name == name:
+                return spec
+        return None
+
+    def output_spec(self, name: str) -> TensorSpec | None:
+        return next((s for s in self.outputs if s.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """Triton's JSON form, a copy to change at will: the document plus Triton's defaults.
+
+        A config built by hand (tests, placeholders) has no document: only its name.
+        """
+        data = copy.deepcopy(self.document) if self.document else {"name": self.name}
+        data.setdefault("model_transaction_policy", {"decoupled": False})
+        data.setdefault("response_cache", {"enable": False})
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str | bytes) -> ModelConfig:
+        """Validate and freeze Triton's JSON form (a backend completing its config uses it)."""
+        return _reader().from_json(data)
+
+    def with_backend(self, backend: str) -> ModelConfig:
+        return self.from_json({**(self.document or {"name": self.name}), "backend": backend})
+
+
+def spec_to_proto(spec: TensorSpec) -> dict[str, Any]:
+    """A TensorSpec as Triton JSON (used when a backend fills in a config)."""
+    return {
+        "name": spec.name,
+        "data_type": DATATYPE_TO_CONFIG[spec.datatype],
+        "dims": list(spec.dims),
+    }
+
+
+def read_config(model_dir: Path, override: Mapping[str, Any] | None = None, name: str = "") -> ModelConfig:
+    """A model folder's configuration, validated and frozen (see config_reader.read_config)."""
+    return _reader().read_config(model_dir, override, name)
+
+
+def config_json(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+    """Check Triton's JSON model configuration now; the plain dict a load override carries."""
+    return _reader().config_json(data)
+
+
+def _reader() -> Any:
+    # Imported when a configuration is first read, not when this module is: protobuf
+    # stays out of every process that only serves (e.g. a process instance's child).
+    from modelplatform.base import config_reader  # noqa: PLC0415
+
+    return config_reader

@@ -1,0 +1,101 @@
+"""Scan a model repository: ``<repo>/<model>/config.pbtxt`` + ``<version>/`` folders.
+
+Numeric sub-folders are versions. Anything else inside a model folder that is
+not a known entry (config.pbtxt, the warmup/ folder) is reported (logged) rather than silently ignored, so a
+mistyped version folder is visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from modelplatform.base.model_config import CONFIG_FILE, WARMUP_FOLDER
+
+log = structlog.get_logger("modelplatform.models.repository")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """What the repository holds for one model (nothing loaded yet)."""
+
+    name: str
+    path: Path
+    versions: tuple[int, ...]
+
+    def version_dir(self, version: int) -> Path:
+        return self.path / str(version)
+
+
+def scan(root: Path) -> dict[str, ModelEntry]:
+    """Every model folder under ``root``, by name. Hidden folders are skipped."""
+    if not root.is_dir():
+        log.warning("repository_missing", path=str(root))
+        return {}
+    entries = {}
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and not child.name.startswith("."):
+            entries[child.name] = read_model(child)
+    return entries
+
+
+def model_names(root: Path) -> list[str]:
+    """The model folders under ``root``, without reading them (the index calls this often)."""
+    if not root.is_dir():
+        return []
+    return sorted(c.name for c in root.iterdir() if c.is_dir() and not c.name.startswith("."))
+
+
+def read_model(model_dir: Path) -> ModelEntry:
+    versions = []
+    for child in sorted(model_dir.iterdir()):
+        if child.is_dir() and child.name.isdigit():
+            versions.append(int(child.name))
+        elif child.name not in (CONFIG_FILE, WARMUP_FOLDER) and not child.name.startswith("."):
+            log.warning(
+                "repository_entry_ignored",
+                model=model_dir.name,
+                entry=child.name,
+                reason="not a numeric version folder, config.pbtxt or warmup/",
+            )
+    return ModelEntry(model_dir.name, model_dir, tuple(sorted(versions)))
+
+
+#: Every file of a model folder as (relative path, size, mtime_ns), sorted.
+Fingerprint = tuple[tuple[str, int, int], ...]
+_SKIPPED = "__pycache__"
+
+
+def fingerprint(model_dir: Path) -> Fingerprint:
+    """What a model folder holds right now; changes whenever a file is added, edited or grows.
+
+    Hidden entries and ``__pycache__`` are left out: a backend importing a
+    model writes bytecode there, which is not a change to the model.
+    """
+    items = []
+    for path in sorted(model_dir.rglob("*")):
+        relative = path.relative_to(model_dir)
+        if any(part.startswith(".") or part == _SKIPPED for part in relative.parts):
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # removed while we looked: the next scan sees the change
+        if path.is_dir():
+            items.append((relative.as_posix(), -1, 0))  # an added or removed (version) folder
+        else:
+            items.append((relative.as_posix(), stat.st_size, stat.st_mtime_ns))
+    return tuple(items)
+
+
+def snapshot(root: Path) -> dict[str, Fingerprint]:
+    """Fingerprints of every model folder under ``root`` (quietly: poll mode calls it often)."""
+    if not root.is_dir():
+        return {}
+    return {
+        child.name: fingerprint(child)
+        for child in sorted(root.iterdir())
+        if child.is_dir() and not child.name.startswith(".")
+    }

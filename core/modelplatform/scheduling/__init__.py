@@ -1,5 +1,0 @@
-"""Schedulers sit between the dataplane and a model's backend instances."""
-
-from .direct import DirectScheduler, Scheduler
-
-__all__ = ["DirectScheduler", "Scheduler"]
