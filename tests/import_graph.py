@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One import of a package module by another, where it is written."""
+
+    path: Path
+    line: int
+    source: str
+    target: str
 
 
 def modules(package: Path) -> dict[str, Path]:
@@ -22,14 +33,20 @@ def imports(path: Path, name: str, module_level: bool = False) -> Iterator[tuple
     ``module_level``: only the imports that run when the module is imported
     (not inside functions, not under ``if TYPE_CHECKING:``).
     """
+    for _, target, names in _located_imports(path, name, module_level):
+        yield target, names
+
+
+def _located_imports(path: Path, name: str, module_level: bool) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, imported module, names taken from it) for every import in the file."""
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(), str(path))
     for node in _module_level(tree) if module_level else ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, []
+                yield node.lineno, alias.name, []
         elif isinstance(node, ast.ImportFrom):
-            yield _absolute(node, name, is_package), [a.name for a in node.names]
+            yield node.lineno, _absolute(node, name, is_package), [a.name for a in node.names]
 
 
 def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
@@ -40,15 +57,28 @@ def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def import_edges(package: Path, module_level: bool = False) -> list[Edge]:
+    """Every import of one of the package's modules by another (``from . import x`` counts x).
+
+    Without ``module_level``: every import, those inside functions and under
+    ``if TYPE_CHECKING:`` included.
+    """
+    known = modules(package)
+    found = []
+    for name, path in known.items():
+        for line, target, names in _located_imports(path, name, module_level):
+            submodules = {f"{target}.{n}" for n in names} & known.keys()
+            for imported in sorted(submodules or ({target} & known.keys())):
+                if imported != name:
+                    found.append(Edge(path, line, name, imported))
+    return found
+
+
 def import_graph(package: Path, module_level: bool = False) -> dict[str, set[str]]:
     """Module -> the package's modules it imports (``from . import x`` counts x)."""
-    known = modules(package)
-    graph: dict[str, set[str]] = {name: set() for name in known}
-    for name, path in known.items():
-        for target, names in imports(path, name, module_level):
-            submodules = {f"{target}.{n}" for n in names} & known.keys()
-            graph[name] |= submodules or ({target} & known.keys())
-        graph[name].discard(name)
+    graph: dict[str, set[str]] = {name: set() for name in modules(package)}
+    for edge in import_edges(package, module_level):
+        graph[edge.source].add(edge.target)
     return graph
 
 

@@ -74,7 +74,7 @@ from modelplatform.dataplane.declarations import (
 from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
 from modelplatform.frontends.gate import HeaderCheck, header_check
 from modelplatform.models import IndexEntry
-from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse
+from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse, ServerCalls
 from modelplatform.models.remote_repository import RepositorySource
 from modelplatform.models.stats import (
     DEFAULT_LATENCY_BUCKETS_US,
@@ -155,6 +155,7 @@ __all__ = [
     "RepositorySource",
     "RequestTimedOut",
     "RequestedOutput",
+    "ServerCalls",
     "ServerContext",
     "Settings",
     "Tensor",

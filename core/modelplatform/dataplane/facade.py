@@ -31,6 +31,7 @@ from modelplatform.dataplane.draining import Drain, ServerShuttingDown
 from modelplatform.models import IndexEntry, LoadOverride, ModelManager, ModelVersion
 from modelplatform.models.backend import RawResponse
 from modelplatform.models.stats import ModelStats
+from modelplatform.models.views import VersionInfo
 
 #: A load's replacement configuration: Triton's JSON form, as a document or its text.
 ConfigJson = Mapping[str, Any] | str
@@ -50,27 +51,6 @@ class ModelMetadata:
     platform: str
     inputs: list[TensorMetadata]
     outputs: list[TensorMetadata]
-
-
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
-    """One version of a model as plugins see it: a read-only snapshot, not the live version."""
-
-    name: str
-    #: The version number as text; "" for a failure of the whole model (a bad configuration).
-    version: str
-    #: Triton's state names: READY, LOADING, UNLOADING, UNAVAILABLE.
-    state: str
-    config: ModelConfig
-    #: Why it is not READY ("unloaded" after a clean unload), else "".
-    reason: str = ""
-    #: Whether a streaming call (:meth:`DataPlane.stream`) may get several responses:
-    #: a decoupled model, or one whose backend streams (a generator model).
-    streams: bool = False
-
-    @property
-    def ready(self) -> bool:
-        return self.state == "READY"
 
 
 class Siblings(Protocol):

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from modelplatform.base.errors import InvalidArgument, ModelPlatformError, PluginError, Unsupported
 from modelplatform.base.inference import InferenceRequest, InferenceResponse
 from modelplatform.base.model_config import ModelConfig
-
-if TYPE_CHECKING:
-    from modelplatform.dataplane.facade import DataPlane
+from modelplatform.models.views import VersionInfo
 
 ExecuteResult = list[InferenceResponse | ModelPlatformError]
 
@@ -34,6 +32,37 @@ class RawResponse:
     body: bytes | AsyncIterator[bytes]
     content_type: str = "application/octet-stream"
     status: int = 200
+
+
+class ServerCalls(Protocol):
+    """What a backend may call back on the server: other models (ensembles, BLS, pipelines).
+
+    Each call is a request like a client's: the called model keeps its own
+    scheduling, batching and statistics. The server's dataplane satisfies it;
+    a backend sees nothing more of the server.
+    """
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """One response of the named model; raises the model's error (ModelNotFound, ...)."""
+        ...
+
+    def stream(self, request: InferenceRequest) -> AsyncGenerator[InferenceResponse, None]:
+        """Every response of a streaming model (one, marked final, for any other); close it
+        to stop the called model's work early."""
+        ...
+
+    def resolve(self, name: str, version: str = "") -> VersionInfo:
+        """The READY version a request would reach (the newest when ``version`` is "");
+        raises ModelNotFound when none answers."""
+        ...
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether a request to ``name`` (``version``) would be answered now."""
+        ...
+
+    async def load(self, name: str) -> None:
+        """Load ``name`` as the repository declares it; raises with the reason when it does not load."""
+        ...
 
 
 class PhaseClock:
@@ -95,10 +124,11 @@ class Backend(ABC):
         self.instance_index = instance_index
         #: Marks ``execute`` may set to split its time (see :class:`PhaseClock`).
         self.phases = PhaseClock()
-        #: The server's DataPlane, set before ``load()``: what a backend calls to run
-        #: other models (ensembles, BLS) with their own scheduling and statistics.
-        #: None in a process that serves no DataPlane (a process instance's child).
-        self.dataplane: DataPlane | None = None
+        #: What the backend may call back on the server (:class:`ServerCalls`), set
+        #: before ``load()``: to run other models (ensembles, BLS) with their own
+        #: scheduling and statistics. None in a process that serves no models (a
+        #: process instance's child).
+        self.dataplane: ServerCalls | None = None
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

@@ -21,7 +21,7 @@ from modelplatform.base import model_config
 from modelplatform.base.errors import InvalidArgument, ModelNotFound, ModelPlatformError
 from modelplatform.base.model_config import ModelConfig
 from modelplatform.models import repository
-from modelplatform.models.backend import Backend, BackendRegistry
+from modelplatform.models.backend import Backend, BackendRegistry, ServerCalls
 from modelplatform.models.override import LoadOverride, Source
 from modelplatform.models.scheduling.factory import create_scheduler
 from modelplatform.models.states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
@@ -42,7 +42,7 @@ class Loader:
         #: The plugins' warmup requests for a version (the ``warmup_requests`` hook).
         self._warmup_source = warmup_source
         #: Handed to every backend instance before its load (ModelManager.bind_dataplane).
-        self.dataplane: Any = None
+        self.dataplane: ServerCalls | None = None
 
     async def load(self, model: ModelRecord, override: LoadOverride) -> str:
         """Load and swap in; returns the failure reason, or "" when every version loaded."""
@@ -161,7 +161,9 @@ def _record_failure(model: ModelRecord, failures: dict[int, str]) -> str:
     return reason if version == WHOLE_MODEL else f"version {version}: {reason}"
 
 
-async def _start_instances(mv: ModelVersion, cls: type[Backend], version_dir: Path, dataplane: Any) -> None:
+async def _start_instances(
+    mv: ModelVersion, cls: type[Backend], version_dir: Path, dataplane: ServerCalls | None
+) -> None:
     for index in range(mv.config.instance_count):
         instance = cls(mv.config, version_dir, index)
         instance.dataplane = dataplane

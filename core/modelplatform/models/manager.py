@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from modelplatform.base.errors import InvalidArgument, ModelNotFound, ModelPlatformError
 from modelplatform.models import repository
-from modelplatform.models.backend import BackendRegistry
+from modelplatform.models.backend import BackendRegistry, ServerCalls
 from modelplatform.models.loading import Loader
 from modelplatform.models.override import LoadOverride
 from modelplatform.models.remote_repository import RemoteListing, RepositorySource
@@ -226,8 +226,8 @@ class ModelManager:
             and any(v.ready and name in v.config.composing_models for v in model.versions.values())
         ]
 
-    def bind_dataplane(self, dataplane: Any) -> None:
-        """The DataPlane every backend instance is handed before its load (composition root)."""
+    def bind_dataplane(self, dataplane: ServerCalls) -> None:
+        """What every backend instance may call back, handed to it before its load (composition root)."""
         self._loader.dataplane = dataplane
 
     async def _unload_here(self, name: str) -> None:

@@ -25,7 +25,6 @@ import structlog
 
 from modelplatform import (
     Backend,
-    DataPlane,
     EnsembleStep,
     ExecuteResult,
     InferenceRequest,
@@ -34,6 +33,7 @@ from modelplatform import (
     ModelConfig,
     ModelExecutionError,
     ModelPlatformError,
+    ServerCalls,
     Unavailable,
     VersionInfo,
 )
@@ -75,7 +75,7 @@ class EnsembleBackend(Backend):
     def streams(self) -> bool:
         return self._streams
 
-    async def _check_step(self, dataplane: DataPlane, index: int, step: EnsembleStep) -> VersionInfo:
+    async def _check_step(self, dataplane: ServerCalls, index: int, step: EnsembleStep) -> VersionInfo:
         """The step's model is READY (loaded now if need be) and its maps fit the model."""
         where = f"ensemble '{self.config.name}' {step_name(index, step)}"
         name, version = step.model_name, step.model_version

@@ -15,12 +15,12 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 
 from modelplatform import (
-    DataPlane,
     InferenceRequest,
     InferenceResponse,
     Internal,
     ModelConfig,
     RequestedOutput,
+    ServerCalls,
     Tensor,
 )
 
@@ -34,7 +34,7 @@ class Pipeline:
         self,
         config: ModelConfig,
         wiring: Wiring,
-        dataplane: DataPlane,
+        dataplane: ServerCalls,
         streaming: frozenset[int] = frozenset(),
     ) -> None:
         self._name = config.name

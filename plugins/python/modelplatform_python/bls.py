@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from modelplatform import (
-    DataPlane,
     InferenceRequest,
     InferenceResponse,
     RequestedOutput,
+    ServerCalls,
     Tensor,
     Unavailable,
     Unsupported,
@@ -54,7 +54,7 @@ class ModelCalls:
     which fails the calling request with the same code unless caught.
     """
 
-    def __init__(self, dataplane: DataPlane, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, dataplane: ServerCalls, loop: asyncio.AbstractEventLoop) -> None:
         self._dataplane = dataplane
         self._loop = loop
 
