@@ -1,8 +1,11 @@
 """No import circle in the core: what runs when a core module is imported never comes back to it.
 
 Counted: the imports that run on import (not ``if TYPE_CHECKING:`` blocks, not
-imports inside functions). The one deferred import in the core is
-model_config's reader (protobuf loads when a configuration is first read).
+imports inside functions). The core defers a few imports so that importing a
+module loads no transport or server: model_config's reader (protobuf loads
+when a configuration is first read), the gRPC helpers of the plugin-author
+API, the CLI's server. Which layer may import which, every import counted,
+is test_layers.py's rule.
 """
 
 from __future__ import annotations

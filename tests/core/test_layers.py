@@ -35,6 +35,7 @@ from tests.conftest import ROOT
 from ..import_graph import Edge, import_edges, modules
 
 CORE = ROOT / "core" / "modelplatform"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 #: Bottom to top. A name stands for the module and everything under it, except the
 #: root package, which stands for its ``__init__`` alone.
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -113,6 +114,25 @@ def test_at_most_fifteen_modules_side_by_side_at_the_top_of_the_core():
     )
     assert "base" in top and "__init__.py" in top  # the listing found them
     assert len(top) <= MOST_AT_TOP, top
+
+
+def test_the_architecture_page_draws_the_layers_in_this_order():
+    """docs/architecture.md's picture shows each layer's first module, top layer first."""
+    section = ARCHITECTURE.read_text().split("## Layers\n", 1)[1]
+    picture = section.split("```", 2)[1].splitlines()
+    rows = []
+    for names in reversed(LAYERS):
+        shown = _shown_as(names[0])
+        rows.append(next((i for i, line in enumerate(picture) if line.strip().startswith(shown)), None))
+    assert None not in rows and rows == sorted(rows), list(zip(reversed(LAYERS), rows, strict=True))
+
+
+def _shown_as(module: str) -> str:
+    """How the picture names a module: ``base/``, ``hookspecs.py``, ``__init__.py``."""
+    if module == CORE.name:
+        return "__init__.py"
+    path = CORE / module.removeprefix(f"{CORE.name}.")
+    return f"{path.name}/" if path.is_dir() else f"{path.name}.py"
 
 
 SAMPLE_LAYERS = (("sample.low",), ("sample.high",), ("sample",))
