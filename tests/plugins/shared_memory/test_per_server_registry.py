@@ -43,7 +43,7 @@ async def _call(
 
 async def _names(server: InProcessServer) -> list[str]:
     reply = await _call(server, "GET", "/status")
-    assert reply.status == 200
+    assert reply.status == 200 and isinstance(reply.body, bytes)
     return [region["name"] for region in orjson.loads(reply.body)]
 
 
