@@ -5,8 +5,20 @@ What a plugin needs and nothing else: ``hookimpl``; the declarations the
 request and reply, gRPC services, codecs); the backend contract and its
 result types; tensors, requests and responses; model configuration; the
 errors; read-only settings and limits; the DataPlane every dialect calls and
-its read-only views; the ServerContext hooks receive. Everything else in the
-package is private to the core and may change.
+its read-only views; the ServerContext hooks receive. At most 70 names
+(tests/core/test_public_api.py lists them): a helper only one feature needs
+lives in the plugin that owns it or in a documented sub-API:
+
+- ``modelplatform.datatypes``: tensor datatypes, their numpy dtypes, sizes
+  and BYTES wire form (backends and codecs);
+- ``modelplatform.statistics``: the ``ModelStats`` that
+  ``DataPlane.statistics()`` answers, and a server's latency histogram bounds
+  (``set_latency_buckets(server, bounds)``, from the ``configure`` hook);
+- ``modelplatform.testing``: an in-process server and a function backend for
+  plugin tests;
+- ``modelplatform.hookspecs``: every hook, the reference manual.
+
+Everything else in the package is private to the core and may change.
 
 Importing this module to write a backend loads no transport: the gRPC
 helpers (``grpc_status``, ``grpc_guard``) load grpc on first use.
@@ -19,18 +31,6 @@ from modelplatform.base.access.scope import check_model_access
 from modelplatform.base.broadcasting import Broadcast
 from modelplatform.base.codecs import Codec
 from modelplatform.base.deadlines import transport_deadline
-from modelplatform.base.dtypes import (
-    CONFIG_TO_DATATYPE,
-    DATATYPE_TO_CONFIG,
-    DATATYPES,
-    as_bytes_array,
-    datatype_of,
-    decode_bytes,
-    element_size,
-    encode_bytes,
-    from_buffer,
-    numpy_dtype,
-)
 from modelplatform.base.errors import (
     AlreadyExists,
     Cancelled,
@@ -59,7 +59,6 @@ from modelplatform.base.logging import LOG_SETTINGS_TOPIC, log_settings, update_
 from modelplatform.base.model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
 from modelplatform.base.observing import RequestObserver, RequestScope, counted_in_call
 from modelplatform.base.settings import Limits, Settings
-from modelplatform.base.validation import element_count
 from modelplatform.composition.plugins import hookimpl
 from modelplatform.dataplane.context import ServerContext
 from modelplatform.dataplane.declarations import (
@@ -69,19 +68,12 @@ from modelplatform.dataplane.declarations import (
     HttpReply,
     HttpRequest,
     HttpRoute,
-    json_error,
 )
 from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
 from modelplatform.frontends.gate import HeaderCheck, header_check
 from modelplatform.models import IndexEntry
 from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse, ServerCalls
 from modelplatform.models.remote_repository import RepositorySource
-from modelplatform.models.stats import (
-    DEFAULT_LATENCY_BUCKETS_US,
-    ModelStats,
-    checked_buckets,
-    set_latency_buckets,
-)
 
 if TYPE_CHECKING:
     from modelplatform.frontends.grpc_server import grpc_guard, grpc_status
@@ -99,10 +91,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CONFIG_TO_DATATYPE",
-    "DATATYPES",
-    "DATATYPE_TO_CONFIG",
-    "DEFAULT_LATENCY_BUCKETS_US",
     "AlreadyExists",
     "Backend",
     "BodyPolicy",
@@ -135,7 +123,6 @@ __all__ = [
     "ModelNotFound",
     "ModelNotReady",
     "ModelPlatformError",
-    "ModelStats",
     "RequestObserver",
     "RequestScope",
     "check_model_access",
@@ -165,19 +152,8 @@ __all__ = [
     "Unsupported",
     "VersionInfo",
     "__version__",
-    "as_bytes_array",
-    "checked_buckets",
-    "datatype_of",
-    "decode_bytes",
-    "element_count",
-    "element_size",
-    "encode_bytes",
-    "from_buffer",
     "grpc_guard",
     "grpc_status",
     "hookimpl",
-    "json_error",
-    "numpy_dtype",
-    "set_latency_buckets",
     "transport_deadline",
 ]

@@ -143,6 +143,26 @@ def warmup_requests(
     """
 
 
+# ---- Per-server set-up: called once the server is composed ----
+
+
+@hookspec
+def configure(server: ServerContext) -> None:
+    """Run once per server, after every plugin's declarations are frozen into
+    ``server`` and before any port opens or any model loads.
+
+    Set up here what belongs to this one server and must be in place before
+    models load: per-server core settings (the metrics plugin gives the
+    server its latency histogram bounds through
+    ``modelplatform.statistics.set_latency_buckets(server, ...)``), or this
+    plugin's own per-server objects through ``server.shared(kind, factory)``.
+    Called synchronously (a returned value is not awaited): create no
+    loop-bound objects here (``startup`` is for those). A failure stops the
+    server from starting.
+    Two servers in one process each get their own call with their own context.
+    """
+
+
 # ---- Lifecycle: called inside the running event loop; results collected ----
 
 

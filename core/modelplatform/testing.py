@@ -36,6 +36,8 @@ from modelplatform.models.backend import Backend, ExecuteResult
 DEFAULT_METRICS_PORT = Settings().metrics_port
 
 ModelFunction = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+#: Process-wide on purpose: a test names its functions before it builds its servers, and
+#: the backend finds them by model name (every server of the test serves the same functions).
 _FUNCTIONS: dict[str, ModelFunction] = {}
 
 

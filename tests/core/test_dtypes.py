@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from modelplatform import (
+from modelplatform import InvalidArgument
+from modelplatform.datatypes import (
     CONFIG_TO_DATATYPE,
     DATATYPES,
-    InvalidArgument,
     decode_bytes,
     element_count,
     element_size,

@@ -23,7 +23,7 @@ def _signature_line(fn) -> str:
     return re.sub(r"\s+", " ", header).replace("( ", "(").replace(", )", ")")
 
 
-def test_there_are_nine_hooks():
+def test_the_hook_specs_are_exactly_these():
     names = sorted(fn.__name__ for fn in _hook_functions())
     assert names == sorted(
         [
@@ -34,6 +34,7 @@ def test_there_are_nine_hooks():
             "register_commands",
             "open_repository",
             "warmup_requests",
+            "configure",
             "startup",
             "shutdown",
         ]

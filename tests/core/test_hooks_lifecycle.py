@@ -1,4 +1,5 @@
-"""``startup`` and ``shutdown`` keep what hookspecs.py promises, on a real in-process server."""
+"""``configure``, ``startup`` and ``shutdown`` keep what hookspecs.py promises, on a real
+in-process server."""
 
 from __future__ import annotations
 
@@ -14,6 +15,39 @@ from modelplatform.testing import InProcessServer, free_port
 def _settings(tmp_path) -> Settings:
     return Settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
                     grpc_port=free_port(), plugins=("oip-rest",))  # fmt: skip
+
+
+@pytest.mark.hook("configure")
+async def test_configure_runs_once_per_server_with_its_own_context_before_anything_opens(tmp_path):
+    seen: list[tuple[int, bool]] = []
+
+    class PerServer:
+        @staticmethod
+        @hookimpl
+        def configure(server):
+            # Nothing is served yet: no model loaded, the server not accepting.
+            seen.append(
+                (server.settings.http_port, server.dataplane.accepting or bool(server.dataplane.index()))
+            )
+            server.shared(list, list).append(server.settings.http_port)
+
+    first = InProcessServer(_settings(tmp_path), [PerServer])
+    second = InProcessServer(_settings(tmp_path), [PerServer])
+    ports = [server.context.settings.http_port for server in (first, second)]
+    assert seen == [(ports[0], False), (ports[1], False)]
+    assert [server.context.shared(list, list) for server in (first, second)] == [[ports[0]], [ports[1]]]
+
+
+@pytest.mark.hook("configure")
+async def test_a_failing_configure_stops_the_server_from_being_built(tmp_path):
+    class Broken:
+        @staticmethod
+        @hookimpl
+        def configure(server):
+            raise RuntimeError("cannot set up")
+
+    with pytest.raises(RuntimeError, match="cannot set up"):
+        InProcessServer(_settings(tmp_path), [Broken])
 
 
 @pytest.mark.hook("startup")

@@ -17,9 +17,10 @@ draws them). Where the top-level modules sit, and why:
   and service declarations, the ServerContext), all from the layers below.
   Composition builds the plugin manager from it; no front end needs it, and
   placing it under them keeps the reference manual free of any transport.
-- ``modelplatform`` (``__init__``, the plugin-author API), ``testing`` (the
-  in-process server for plugin authors) and ``__main__`` (``python -m
-  modelplatform``) are the top: they re-export or start what lies below, and
+- ``modelplatform`` (``__init__``, the plugin-author API), its documented
+  sub-APIs ``datatypes`` and ``statistics``, ``testing`` (the in-process
+  server for plugin authors) and ``__main__`` (``python -m modelplatform``)
+  are the top: they re-export or start what lies below, and
   nothing in the core imports them.
 """
 
@@ -46,7 +47,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("modelplatform.hookspecs",),
     ("modelplatform.frontends",),
     ("modelplatform.composition",),
-    ("modelplatform", "modelplatform.testing", "modelplatform.__main__"),
+    (
+        "modelplatform",
+        "modelplatform.testing",
+        "modelplatform.__main__",
+        "modelplatform.datatypes",
+        "modelplatform.statistics",
+    ),  # fmt: skip
 )
 #: Upward edges another branch removes (the settings checks of TLS and key files move
 #: out of base; the ServerContext stops importing the TLS listeners). Temporary: delete

@@ -1,6 +1,7 @@
 """Composition root: settings + plugins -> ServerContext (frozen), then the lifecycle.
 
-Start-up order: plugins are collected and frozen; the HTTP port opens (so
+Start-up order: plugins are collected and frozen; their ``configure`` hooks
+set up this server's own state; the HTTP port opens (so
 liveness answers while models load); models load per the control mode; the
 gRPC server starts in the same loop; plugin ``startup`` hooks run; then the
 server reports ready. Shutdown runs the same steps backwards.
@@ -42,6 +43,7 @@ from modelplatform.models import ModelManager, repository
 from modelplatform.models.backend import BackendRegistry
 from modelplatform.models.polling import RepositoryPoller
 from modelplatform.models.remote_repository import RepositorySource, open_repository
+from modelplatform.models.stats import LatencyBuckets
 from modelplatform.models.warmup import WarmupSource
 
 log = structlog.get_logger("modelplatform.composition.server")
@@ -101,6 +103,8 @@ def compose(
     )
     tls = ServerTls.from_settings(settings)  # files read and checked once, before any port opens
     context.shared(ServerTls, lambda: tls)
+    context.shared(LatencyBuckets, lambda: models.latency_buckets)  # statistics.set_latency_buckets
+    hook.configure(server=context)  # per-server set-up, before any port opens or model loads
     return Composition(context, plugins, models, remote)
 
 

@@ -25,7 +25,7 @@ from modelplatform.models.backend import Backend, BackendRegistry, ServerCalls
 from modelplatform.models.override import LoadOverride, Source
 from modelplatform.models.scheduling.factory import create_scheduler
 from modelplatform.models.states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
-from modelplatform.models.stats import ModelStats
+from modelplatform.models.stats import LatencyBuckets
 from modelplatform.models.warmup import WarmupSource, warm_up
 
 log = structlog.get_logger("modelplatform.models")
@@ -35,10 +35,16 @@ class Loader:
     """Turns load and unload requests into versions, instances and schedulers."""
 
     def __init__(
-        self, root: Path, backends: BackendRegistry, warmup_source: WarmupSource | None = None
+        self,
+        root: Path,
+        backends: BackendRegistry,
+        warmup_source: WarmupSource | None = None,
+        latency_buckets: LatencyBuckets | None = None,
     ) -> None:
         self.root = root
         self._backends = backends
+        #: The server's latency histogram bounds, read when a version's counters are made.
+        self._latency_buckets = latency_buckets or LatencyBuckets()
         #: The plugins' warmup requests for a version (the ``warmup_requests`` hook).
         self._warmup_source = warmup_source
         #: Handed to every backend instance before its load (ModelManager.bind_dataplane).
@@ -109,6 +115,8 @@ class Loader:
             if reason:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
             await _start_instances(mv, cls, model_dir / str(mv.version), self.dataplane)
+            mv.stats = self._latency_buckets.new_stats(mv.name, mv.version_str)
+            mv.scheduler = create_scheduler(mv.config, mv.instances, mv.stats)
             await warm_up(mv, model_dir, self._warmup_source)  # still LOADING: not routed to
         except Exception as error:  # noqa: BLE001 - any load failure is the model's reason
             await _stop_instances(mv)
@@ -170,8 +178,6 @@ async def _start_instances(
         mv.instances.append(instance)
         await instance.load()
     mv.config = mv.instances[0].config  # a backend may have completed the config
-    mv.stats = ModelStats(mv.name, mv.version_str)
-    mv.scheduler = create_scheduler(mv.config, mv.instances, mv.stats)
 
 
 async def _unload_version(mv: ModelVersion) -> None:

@@ -26,7 +26,7 @@ from modelplatform.models.loading import Loader
 from modelplatform.models.override import LoadOverride
 from modelplatform.models.remote_repository import RemoteListing, RepositorySource
 from modelplatform.models.states import IndexEntry, ModelRecord, ModelVersion
-from modelplatform.models.stats import ModelStats
+from modelplatform.models.stats import LatencyBuckets, ModelStats
 from modelplatform.models.warmup import WarmupSource
 
 
@@ -52,7 +52,9 @@ class ModelManager:
     ) -> None:
         self.root = root
         self.strict_readiness = strict_readiness
-        self._loader = Loader(root, backends, warmup_source)
+        #: This server's latency histogram bounds: every counter made here takes them.
+        self.latency_buckets = LatencyBuckets()
+        self._loader = Loader(root, backends, warmup_source, self.latency_buckets)
         self._models: dict[str, ModelRecord] = {}
         #: Relays API loads/unloads to sibling workers under ``--workers N``, else None.
         self._replicator = replicator
@@ -243,7 +245,7 @@ class ModelManager:
         key = name if name in self._models else ""
         found = self.model_counters.get(key)
         if found is None:
-            found = self.model_counters[key] = ModelStats(key, "")
+            found = self.model_counters[key] = self.latency_buckets.new_stats(key, "")
         return found
 
     @contextlib.contextmanager

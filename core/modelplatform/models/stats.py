@@ -16,16 +16,17 @@ Latency histograms (request, queue and the three compute phases, in
 microseconds), a batch-size histogram and per-protocol counts sit beside the
 counters. A :class:`Histogram` is a preallocated list of ints: an
 observation is one ``bisect`` and two integer adds, no lock, no allocation.
-Their bucket bounds are process-wide (:func:`set_latency_buckets`, called by
-the metrics plugin at start-up from ``--metrics-config``), read when a
-version's counters are created.
+Their bucket bounds belong to one server (:class:`LatencyBuckets`, owned by
+its model manager and set at start-up by the metrics plugin from
+``--metrics-config``), read when a version's counters are created: two
+servers in one process keep their own.
 """
 
 from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,8 +57,6 @@ BATCH_SIZE_BUCKETS: tuple[int, ...] = tuple(2**k for k in range(11))
 #: The most buckets a histogram may have (a bound on what ``--metrics-config`` may ask).
 MAX_BUCKETS = 64
 
-_latency_buckets_us: tuple[int, ...] = DEFAULT_LATENCY_BUCKETS_US
-
 
 def checked_buckets(bounds: Iterable[int]) -> tuple[int, ...]:
     """``bounds`` as histogram bounds; ValueError unless 1 to :data:`MAX_BUCKETS`
@@ -70,14 +69,25 @@ def checked_buckets(bounds: Iterable[int]) -> tuple[int, ...]:
     return checked
 
 
-def set_latency_buckets(bounds_us: Sequence[int]) -> None:
-    """The bounds of every latency histogram created from now on (process-wide).
+class LatencyBuckets:
+    """One server's latency histogram bounds, owned by its model manager.
 
-    Called once at start-up, before models load (the metrics plugin does,
-    from ``--metrics-config histogram_buckets_us=...``); see :func:`checked_buckets`.
+    Set at start-up, before models load (the metrics plugin does, from its
+    ``configure`` hook through ``modelplatform.statistics.set_latency_buckets``);
+    read once when a version's counters are created, so the request path
+    pays nothing for it.
     """
-    global _latency_buckets_us
-    _latency_buckets_us = checked_buckets(bounds_us)
+
+    def __init__(self) -> None:
+        self.bounds_us: tuple[int, ...] = DEFAULT_LATENCY_BUCKETS_US
+
+    def set(self, bounds_us: Iterable[int]) -> None:
+        """See :func:`checked_buckets`; versions loaded before keep the bounds they have."""
+        self.bounds_us = checked_buckets(bounds_us)
+
+    def new_stats(self, name: str, version: str) -> ModelStats:
+        """Counters for ``name``/``version`` whose latency histograms have these bounds."""
+        return ModelStats(name, version, latency_buckets_us=self.bounds_us)
 
 
 @dataclass(slots=True)
@@ -119,7 +129,7 @@ class Histogram:
 
 
 def latency_histogram() -> Histogram:
-    return Histogram(_latency_buckets_us)
+    return Histogram(DEFAULT_LATENCY_BUCKETS_US)
 
 
 #: The phases with a latency histogram: the ``durations`` keys they share a name with.
@@ -208,9 +218,8 @@ class ModelStats:
     warmup: Duration = field(default_factory=Duration)
     #: Latency histograms in microseconds, by phase (:data:`HISTOGRAM_PHASES`): request
     #: and queue observe each request, the compute phases each backend execution.
-    histograms: dict[str, Histogram] = field(
-        default_factory=lambda: {phase: latency_histogram() for phase in HISTOGRAM_PHASES}
-    )
+    #: Made with ``latency_buckets_us`` when not given.
+    histograms: dict[str, Histogram] = field(default_factory=dict)
     #: Rows per backend execution.
     batch_sizes: Histogram = field(default_factory=lambda: Histogram(BATCH_SIZE_BUCKETS))
     #: Requests by the protocol they came in on: the request scope's (observing.py),
@@ -219,6 +228,12 @@ class ModelStats:
     #: Loads and unloads of the model by outcome; kept on the model's own entry (version "").
     loads: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     unloads: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    #: The bounds of every latency histogram here: the server's (:class:`LatencyBuckets`).
+    latency_buckets_us: tuple[int, ...] = DEFAULT_LATENCY_BUCKETS_US
+
+    def __post_init__(self) -> None:
+        if not self.histograms:
+            self.histograms = {phase: Histogram(self.latency_buckets_us) for phase in HISTOGRAM_PHASES}
 
     def record_success(self, request_ns: int, queue_ns: int = 0, rows: int = 1) -> None:
         """A request of ``rows`` inferences (its batch size, as Triton counts) finished.
@@ -258,7 +273,7 @@ class ModelStats:
                 current_scope.set(scope.twin)  # its counted twin (observing.py), once per call
         by_protocol = self.protocols.get(protocol)
         if by_protocol is None:  # the first request of a protocol (names come from plugins)
-            by_protocol = self.protocols[protocol] = ProtocolStats()
+            by_protocol = self.protocols[protocol] = ProtocolStats(Histogram(self.latency_buckets_us))
         return by_protocol
 
     def record_queue(self, queue_ns: int, count: int = 1) -> None:
@@ -314,8 +329,8 @@ class ModelStats:
 
     def plus(self, other: ModelStats) -> ModelStats:
         """A new ModelStats: these counters plus ``other``'s (another worker's, same version)."""
-        total = ModelStats(self.name, self.version)
         # The same bounds as these counters (those in force when they were created).
+        total = ModelStats(self.name, self.version, latency_buckets_us=self.latency_buckets_us)
         total.histograms = {phase: Histogram(h.bounds) for phase, h in self.histograms.items()}
         for part in (self, other):
             total.last_inference_ms = max(total.last_inference_ms, part.last_inference_ms)

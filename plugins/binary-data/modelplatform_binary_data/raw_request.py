@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import struct
 
-from modelplatform import InferenceRequest, InvalidArgument, Limits, ModelConfig, Tensor, element_size
+from modelplatform import InferenceRequest, InvalidArgument, Limits, ModelConfig, Tensor
+from modelplatform.datatypes import element_size
 from modelplatform_oip.api import raw_array
 
 _LENGTH = struct.Struct("<I")

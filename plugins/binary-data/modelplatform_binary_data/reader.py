@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from modelplatform import InvalidArgument, Limits, element_count
+from modelplatform import InvalidArgument, Limits
+from modelplatform.datatypes import element_count
 from modelplatform_oip.api import raw_array
 
 

@@ -28,9 +28,8 @@ from modelplatform import (
     ModelConfig,
     Tensor,
     TensorSpec,
-    element_count,
-    numpy_dtype,
 )
+from modelplatform.datatypes import element_count, numpy_dtype
 
 from .protos.grps_pb2 import DataType, GenericMapData, GenericTensor, GrpsMessage
 

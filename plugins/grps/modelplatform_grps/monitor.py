@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelplatform import ModelStats
+from modelplatform.statistics import ModelStats
 
 ALL = "*"
 #: The model name shown for requests refused before the server knew their model.

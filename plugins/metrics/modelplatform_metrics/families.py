@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modelplatform import ModelStats
+from modelplatform.statistics import ModelStats
 
 from .exposition import Family
 

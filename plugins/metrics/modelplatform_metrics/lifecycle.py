@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modelplatform import IndexEntry, ModelStats
+from modelplatform import IndexEntry
+from modelplatform.statistics import ModelStats
 
 from .exposition import Family
 

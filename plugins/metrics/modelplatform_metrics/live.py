@@ -19,7 +19,8 @@ from typing import Any
 
 import structlog
 
-from modelplatform import DataPlane, ModelStats
+from modelplatform import DataPlane
+from modelplatform.statistics import ModelStats
 
 from .system import SystemSampler
 

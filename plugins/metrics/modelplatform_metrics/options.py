@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from modelplatform import (
-    DEFAULT_LATENCY_BUCKETS_US,
-    InvalidArgument,
-    Settings,
-    checked_buckets,
-    set_latency_buckets,
-)
+from modelplatform import InvalidArgument, Settings
+from modelplatform.statistics import DEFAULT_LATENCY_BUCKETS_US, checked_buckets
 
 #: ``--metrics-config`` keys understood, with what they switch.
 KNOWN_KEYS = {
@@ -47,10 +42,6 @@ class MetricsOptions:
             latency_buckets_us=_buckets(config.get("histogram_buckets_us")),
             shared_port=settings.workers > 1,
         )
-
-    def apply_buckets(self) -> None:
-        """Make the configured bounds those of the histograms the core creates from now on."""
-        set_latency_buckets(self.latency_buckets_us)
 
 
 def _parse(pairs: tuple[str, ...]) -> dict[str, str]:

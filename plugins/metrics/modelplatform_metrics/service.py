@@ -9,7 +9,8 @@ import ssl
 
 import structlog
 
-from modelplatform import DataPlane, HeaderCheck, ModelStats
+from modelplatform import DataPlane, HeaderCheck
+from modelplatform.statistics import ModelStats
 
 from .distributions import batch_sizes, latency_histograms, protocol_families
 from .exposition import Family, render

@@ -9,16 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from modelplatform import (
-    DATATYPES,
-    InvalidArgument,
-    Limits,
-    Tensor,
-    decode_bytes,
-    encode_bytes,
-    from_buffer,
-    numpy_dtype,
-)
+from modelplatform import InvalidArgument, Limits, Tensor
+from modelplatform.datatypes import DATATYPES, decode_bytes, encode_bytes, from_buffer, numpy_dtype
 
 
 def raw_array(name: str, datatype: str, count: int, raw: bytes | memoryview, limits: Limits) -> np.ndarray:

@@ -27,8 +27,8 @@ from modelplatform import (
     ModelExecutionError,
     ModelPlatformError,
     Tensor,
-    as_bytes_array,
 )
+from modelplatform.datatypes import as_bytes_array
 
 from . import batching, iobinding, options, signature
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InferenceRequest, numpy_dtype
+from modelplatform import InferenceRequest
+from modelplatform.datatypes import numpy_dtype
 
 from .signature import ONNX_DATATYPES
 

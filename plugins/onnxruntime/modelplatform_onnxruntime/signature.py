@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from modelplatform import DATATYPE_TO_CONFIG, InvalidArgument, ModelConfig, TensorSpec
+from modelplatform import InvalidArgument, ModelConfig, TensorSpec
+from modelplatform.datatypes import DATATYPE_TO_CONFIG
 
 #: Triton's default for models whose batch dimension is dynamic.
 DEFAULT_MAX_BATCH_SIZE = 4

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InvalidArgument, ModelConfig, Tensor, as_bytes_array, numpy_dtype
+from modelplatform import InvalidArgument, ModelConfig, Tensor
+from modelplatform.datatypes import as_bytes_array, numpy_dtype
 
 
 def to_tensors(config: ModelConfig, outputs: Any) -> list[Tensor]:

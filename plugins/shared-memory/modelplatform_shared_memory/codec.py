@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, Limits, element_count
+from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, Limits
+from modelplatform.datatypes import element_count
 from modelplatform_oip.api import (
     BYTE_SIZE,
     OFFSET,

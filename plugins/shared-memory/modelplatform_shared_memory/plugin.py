@@ -4,15 +4,18 @@ One registry per server: the codec the oip transports resolve region
 parameters through, the HTTP routes and the gRPC methods all share it. The
 codec is registered only while client shared memory is enabled
 (``--allow-client-shm``); the routes always are, answering as Triton does
-when it is off.
+when it is off. The registry is created with the codec (or, with the codec
+off, with the routes) and reached through the server's context: two servers
+in one process never share regions.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from modelplatform import Codec, GrpcService, HttpDialect, ServerContext, Settings, hookimpl
-from modelplatform_oip.api import http_status
+from modelplatform_oip.api import REGION_CODEC, REGIONS_DIALECT, http_status
 
 from . import cuda, rest, rpc
 from .codec import SharedMemoryCodec
@@ -21,48 +24,56 @@ from .registry import RegionRegistry
 
 
 class SharedMemory:
-    """The plugin's state for one server (settings are known only when the hooks run)."""
+    """The plugin's state for one server, made once per server by :func:`state_of`."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, context: ServerContext) -> None:
+        settings = context.settings
         self.settings = settings
-        self.registry = RegionRegistry(settings.max_shm_regions)
-        gpu = cuda.probe() if settings.allow_client_shm else None
-        self.operations = SharedMemoryOperations(self.registry, settings.allow_client_shm, gpu)
-
-    @property
-    def extensions(self) -> tuple[str, ...]:
-        if not self.settings.allow_client_shm:
-            return ()
-        return ("system_shared_memory",) + (("cuda_shared_memory",) if self.operations.gpu else ())
+        codec = context.codecs.get(REGIONS_DIALECT, REGION_CODEC)
+        # While client shared memory is allowed, this server's codec holds its registry.
+        if isinstance(codec, SharedMemoryCodec):
+            self.registry = codec.registry
+        else:
+            self.registry = RegionRegistry(settings.max_shm_regions)
+        self.operations = SharedMemoryOperations(self.registry, settings.allow_client_shm, _gpu(settings))
 
 
-_servers: dict[int, SharedMemory] = {}
+def state_of(context: ServerContext) -> SharedMemory:
+    """The server's one :class:`SharedMemory`: what its routes, gRPC methods and hooks share."""
+    return context.shared(SharedMemory, lambda: SharedMemory(context))
 
 
-def _for(settings: Settings) -> SharedMemory:
-    """One state per Settings object: every hook of one server sees the same registry."""
-    state = _servers.get(id(settings))
-    if state is None or state.settings is not settings:
-        state = _servers[id(settings)] = SharedMemory(settings)
-    return state
+@functools.cache
+def _cuda_support() -> cuda.CudaSupport | None:
+    """Process-wide on purpose: whether pycuda sees a device is a fact of the machine, not of a server."""
+    return cuda.probe()
+
+
+def _gpu(settings: Settings) -> cuda.CudaSupport | None:
+    return _cuda_support() if settings.allow_client_shm else None
+
+
+def _extensions(settings: Settings) -> tuple[str, ...]:
+    if not settings.allow_client_shm:
+        return ()
+    return ("system_shared_memory",) + (("cuda_shared_memory",) if _gpu(settings) else ())
 
 
 @hookimpl
 def register_codecs(settings: Settings) -> list[Codec]:
     if not settings.allow_client_shm:
         return []
-    return [SharedMemoryCodec(_for(settings).registry)]
+    return [SharedMemoryCodec(RegionRegistry(settings.max_shm_regions))]
 
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    state = _for(settings)
     return [
         HttpDialect(
             rest.DIALECT,
-            lambda context: rest.shared_memory_routes(state.operations),
+            lambda context: rest.shared_memory_routes(state_of(context).operations),
             http_status,
-            extensions=state.extensions,
+            extensions=_extensions(settings),
             protocol="oip_http",
         )
     ]
@@ -70,10 +81,8 @@ def register_http_dialects(settings: Settings) -> list[HttpDialect]:
 
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
-    state = _for(settings)
-
     def add_to_server(server: Any, context: ServerContext) -> None:
-        server.add_generic_rpc_handlers((rpc.handler(state.operations),))
+        server.add_generic_rpc_handlers((rpc.handler(state_of(context).operations),))
 
     methods = [
         f"{kind}SharedMemory{verb}"
@@ -84,7 +93,7 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
         GrpcService(
             rpc.SERVICE,
             add_to_server,
-            extensions=state.extensions,
+            extensions=_extensions(settings),
             protocol="oip_grpc",
             categories=dict.fromkeys(methods, rest.CATEGORY),
         )
@@ -93,12 +102,11 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
 
 @hookimpl
 def startup(server: ServerContext) -> None:
-    _for(server.settings).operations.share_with_siblings(server.broadcast)
+    state_of(server).operations.share_with_siblings(server.broadcast)
 
 
 @hookimpl
 def shutdown(server: ServerContext) -> None:
-    state = _servers.pop(id(server.settings), None)
-    if state is not None:
-        state.registry.remove("system")
-        state.registry.remove("cuda")
+    state = state_of(server)
+    state.registry.remove("system")
+    state.registry.remove("cuda")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modelplatform import DATATYPE_TO_CONFIG, InvalidArgument, ModelConfig, TensorSpec
+from modelplatform import InvalidArgument, ModelConfig, TensorSpec
+from modelplatform.datatypes import DATATYPE_TO_CONFIG
 
 from .engine_info import EngineInfo, EngineTensor
 

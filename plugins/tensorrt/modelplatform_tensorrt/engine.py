@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InvalidArgument, ModelExecutionError, Unsupported, numpy_dtype
+from modelplatform import InvalidArgument, ModelExecutionError, Unsupported
+from modelplatform.datatypes import numpy_dtype
 
 from .dtypes import datatype_of
 from .engine_info import EngineInfo, EngineTensor, Profile, Shape

@@ -11,7 +11,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from modelplatform import Unsupported, element_size
+from modelplatform import Unsupported
+from modelplatform.datatypes import element_size
 
 from .engine_info import EngineInfo, EngineTensor, Shape
 

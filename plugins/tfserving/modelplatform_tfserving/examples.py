@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InvalidArgument, element_count, numpy_dtype
+from modelplatform import InvalidArgument
+from modelplatform.datatypes import element_count, numpy_dtype
 
 from .errors import format_error, json_type, quote
 from .json_tensors import decode_b64, is_b64

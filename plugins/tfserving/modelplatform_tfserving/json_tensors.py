@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InvalidArgument, LimitExceeded, element_count, numpy_dtype
+from modelplatform import InvalidArgument, LimitExceeded
+from modelplatform.datatypes import element_count, numpy_dtype
 
 from .errors import quote, type_error, unimplemented_conversion
 from .limits import MAX_RANK, Limits

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from modelplatform import DataPlane, InvalidArgument, ModelNotFound, NotFound, VersionInfo
 
 from .errors import servable_not_found
-from .signatures import Signature, signatures_of
+from .signatures import Signature, SignatureCache
 
 STATES: dict[str, str] = {
     "UNKNOWN": "UNKNOWN",
@@ -53,40 +53,40 @@ def known_versions(dataplane: DataPlane, name: str) -> list[VersionInfo]:
     return [v for v in dataplane.version_status(name) if v.version]
 
 
-def resolve_version(dataplane: DataPlane, selector: Selector) -> str:
+def resolve_version(dataplane: DataPlane, selector: Selector, signatures: SignatureCache) -> str:
     """The version number a selector names ("" for latest); labels resolved."""
     if not selector.label:
         return selector.version
     versions = known_versions(dataplane, selector.name)
     if not versions:
         raise servable_not_found(selector.name)
-    labels = signatures_of(versions[-1].config).labels
+    labels = signatures.of(versions[-1]).labels
     version = labels.get(selector.label)
     if version is None:
         raise InvalidArgument(f"Unrecognized servable version label: {selector.label}")
     return version
 
 
-def servable(dataplane: DataPlane, selector: Selector) -> VersionInfo:
+def servable(dataplane: DataPlane, selector: Selector, signatures: SignatureCache) -> VersionInfo:
     """The READY version to serve, or TF Serving's not-found error."""
-    version = resolve_version(dataplane, selector)
+    version = resolve_version(dataplane, selector, signatures)
     try:
         return dataplane.resolve(selector.name, version)
     except ModelNotFound:
         raise servable_not_found(selector.name, version) from None
 
 
-def signature(model: VersionInfo, name: str) -> Signature:
+def signature(model: VersionInfo, name: str, signatures: SignatureCache) -> Signature:
     """The signature a request names ("" is ``serving_default``)."""
-    found = signatures_of(model.config).signatures.get(name or "serving_default")
+    found = signatures.of(model).signatures.get(name or "serving_default")
     if found is None:
         raise InvalidArgument(f'Serving signature name: "{name}" not found in signature def')
     return found
 
 
-def status(dataplane: DataPlane, selector: Selector) -> list[VersionStatus]:
+def status(dataplane: DataPlane, selector: Selector, signatures: SignatureCache) -> list[VersionStatus]:
     """GetModelStatus: every known version (newest first) or the one asked for."""
-    version = resolve_version(dataplane, selector)
+    version = resolve_version(dataplane, selector, signatures)
     versions = known_versions(dataplane, selector.name)
     if not versions:
         raise NotFound(f"Could not find any versions of model {selector.name}")

@@ -27,7 +27,7 @@ from .errors import servable_not_found
 from .examples import Example, inputs_from_examples
 from .limits import Limits
 from .servables import Selector, servable, signature
-from .signatures import CLASSIFY, REGRESS, Alias, Signature
+from .signatures import CLASSIFY, REGRESS, Alias, Signature, signature_cache
 
 Classification = list[tuple[str, float]]
 
@@ -44,10 +44,12 @@ class TfService:
     def __init__(self, context: ServerContext) -> None:
         self.dataplane = context.dataplane
         self.limits = Limits.from_settings(context.settings)
+        #: The server's parsed signature declarations (its own: never another server's).
+        self.signatures = signature_cache(context)
 
     def resolve(self, selector: Selector, signature_name: str) -> Resolved:
-        model = servable(self.dataplane, selector)
-        return Resolved(model, signature(model, signature_name))
+        model = servable(self.dataplane, selector, self.signatures)
+        return Resolved(model, signature(model, signature_name, self.signatures))
 
     async def predict(
         self, target: Resolved, inputs: dict[str, np.ndarray], output_filter: list[str] | None = None

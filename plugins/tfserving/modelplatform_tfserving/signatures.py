@@ -10,7 +10,9 @@ the core's configuration stays Triton's::
 
 Each signature maps aliases (what TF Serving clients name) to the model's
 tensor names. Without a declaration, ``serving_default`` predicts over every
-input and output under its own name. Parsed once per loaded configuration.
+input and output under its own name. Parsed once per loaded configuration,
+in a cache each server owns (:func:`signature_cache`): two servers in one
+process never share one.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from modelplatform import Internal, ModelConfig, TensorSpec
+from modelplatform import Internal, ModelConfig, ServerContext, TensorSpec, VersionInfo
 
 SIGNATURES_KEY = "tfserving.signatures"
 LABELS_KEY = "tfserving.labels"
@@ -57,19 +59,37 @@ class ModelSignatures:
     labels: dict[str, str]
 
 
-_cache: dict[int, tuple[ModelConfig, ModelSignatures]] = {}
+class SignatureCache:
+    """One server's parsed declarations, by model version.
+
+    An entry holds the configuration it was parsed from: a version reloaded
+    with another configuration is parsed again, and the entries of versions
+    no longer served go when the cache is full.
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str], tuple[ModelConfig, ModelSignatures]] = {}
+
+    def of(self, model: VersionInfo) -> ModelSignatures:
+        """The parsed declaration of ``model``'s configuration."""
+        key = (model.name, model.version)
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] is model.config:
+            return cached[1]
+        parsed = parse(model.config)
+        if len(self._parsed) >= _MAX_CACHED:
+            self._parsed.clear()
+        self._parsed[key] = (model.config, parsed)
+        return parsed
+
+    def __contains__(self, model: VersionInfo) -> bool:
+        cached = self._parsed.get((model.name, model.version))
+        return cached is not None and cached[0] is model.config
 
 
-def signatures_of(config: ModelConfig) -> ModelSignatures:
-    """The parsed declaration of ``config`` (cached for as long as it is loaded)."""
-    cached = _cache.get(id(config))
-    if cached is not None and cached[0] is config:
-        return cached[1]
-    parsed = parse(config)
-    if len(_cache) >= _MAX_CACHED:
-        _cache.clear()
-    _cache[id(config)] = (config, parsed)
-    return parsed
+def signature_cache(context: ServerContext) -> SignatureCache:
+    """The server's one cache, shared by both tfserving plugins (REST and gRPC)."""
+    return context.shared(SignatureCache, SignatureCache)
 
 
 def parse(config: ModelConfig) -> ModelSignatures:

@@ -38,7 +38,9 @@ from .signatures import (
     REGRESS,
     ModelSignatures,
     Signature,
-    signatures_of,
+)
+from .signatures import (
+    parse as parse_signatures,
 )
 from .tfrecord import read_records
 
@@ -66,7 +68,7 @@ def read_warmup_file(path: Path, config: ModelConfig) -> list[InferenceRequest]:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise InvalidArgument(f"the file is {size} bytes, over the limit of {MAX_FILE_BYTES}")
-    signatures = signatures_of(config)
+    signatures = parse_signatures(config)  # once per load: nothing to cache
     requests = []
     for index, record in enumerate(read_records(path, MAX_RECORDS, MAX_RECORD_BYTES)):
         try:

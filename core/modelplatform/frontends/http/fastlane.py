@@ -138,6 +138,7 @@ def _header_line(name: str, value: str) -> bytes:
 
 
 #: (status, content type) -> the reply head up to its own headers: built once, not per reply.
+#: Process-wide on purpose: a pure function of its key, the same for every server.
 _HEAD_STARTS: dict[tuple[int, str, bool], bytes] = {}
 
 

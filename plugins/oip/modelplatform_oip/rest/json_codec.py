@@ -14,7 +14,6 @@ import numpy as np
 import orjson
 
 from modelplatform import (
-    DATATYPES,
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
@@ -22,6 +21,7 @@ from modelplatform import (
     RequestedOutput,
     Tensor,
 )
+from modelplatform.datatypes import DATATYPES
 
 from ..regions import REGION, RegionReader, in_region, names_region
 from .codec import EncodedResponse

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InvalidArgument, LimitExceeded, Limits, element_count, numpy_dtype
+from modelplatform import InvalidArgument, LimitExceeded, Limits
+from modelplatform.datatypes import element_count, numpy_dtype
 
 
 def array_from_json(name: str, datatype: str, shape: list[int], data: Any, limits: Limits) -> np.ndarray:

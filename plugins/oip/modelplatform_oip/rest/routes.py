@@ -21,7 +21,6 @@ from modelplatform import (
     InvalidArgument,
     ModelMetadata,
     ServerContext,
-    json_error,
 )
 
 from ..regions import Regions
@@ -83,7 +82,7 @@ class OipRoutes:
     async def model_ready(self, request: HttpRequest) -> HttpReply:
         if self.dataplane.model_ready(*_model(request)):
             return _empty(True)
-        return json_error("Model version not ready", 400)
+        return _json({"error": "Model version not ready"}, 400)
 
     async def model_metadata(self, request: HttpRequest) -> HttpReply:
         return _json(metadata_json(self.dataplane.model_metadata(*_model(request))))

@@ -15,16 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from modelplatform import (
-    DATATYPES,
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
     Limits,
     RequestedOutput,
     Tensor,
-    element_count,
-    numpy_dtype,
 )
+from modelplatform.datatypes import DATATYPES, element_count, numpy_dtype
 
 from ..protos import grpc_service_pb2 as pb
 from ..raw import raw_array, raw_bytes, raw_view

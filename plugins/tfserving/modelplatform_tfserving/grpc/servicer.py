@@ -20,7 +20,7 @@ from ..protos import serving_apis_pb2 as apis
 from ..servables import Selector
 from ..servables import status as model_status
 from ..service import Resolved, TfService
-from ..signatures import signatures_of
+from ..signatures import signature_cache
 from .metadata import signature_def_map
 from .tensor_proto import from_array, to_array
 
@@ -110,7 +110,7 @@ class PredictionServicer(services.PredictionServiceServicer):
                 raise InvalidArgument(f"Metadata field {name} is not supported")
         target = self.service.resolve(selector(request.model_spec), "")
         response = apis.GetModelMetadataResponse(model_spec=model_spec(target, ""))
-        signatures = signatures_of(target.model.config).signatures
+        signatures = self.service.signatures.of(target.model).signatures
         response.metadata[SIGNATURE_DEF].Pack(signature_def_map(signatures))
         return response
 
@@ -121,10 +121,11 @@ class PredictionServicer(services.PredictionServiceServicer):
 class ModelServicer(services.ModelServiceServicer):
     def __init__(self, context: ServerContext) -> None:
         self.dataplane = context.dataplane
+        self.signatures = signature_cache(context)
 
     @rpc
     async def GetModelStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        statuses = model_status(self.dataplane, selector(request.model_spec))
+        statuses = model_status(self.dataplane, selector(request.model_spec), self.signatures)
         response = apis.GetModelStatusResponse()
         for item in statuses:
             response.model_version_status.add(

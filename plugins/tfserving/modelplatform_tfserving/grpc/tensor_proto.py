@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InvalidArgument, LimitExceeded, Unsupported, element_count, from_buffer, numpy_dtype
+from modelplatform import InvalidArgument, LimitExceeded, Unsupported
+from modelplatform.datatypes import element_count, from_buffer, numpy_dtype
 
 from ..limits import Limits
 from ..protos import tensorflow_pb2 as tf

@@ -23,7 +23,6 @@ from ..json_out import INDENT, document, error_body, float_texts, key_text
 from ..servables import Selector, known_versions
 from ..servables import status as model_status
 from ..service import Classification, TfService
-from ..signatures import signatures_of
 from . import documents, predict_json
 
 DIALECT = "tfserving-rest"
@@ -72,12 +71,12 @@ class TfRoutes:
         return _json(documents.pretty(self._metadata(_selector(request))))
 
     async def status(self, request: HttpRequest) -> HttpReply:
-        statuses = model_status(self.dataplane, _selector(request))
+        statuses = model_status(self.dataplane, _selector(request), self.service.signatures)
         return _json(documents.pretty(documents.status_json(statuses)))
 
     def _metadata(self, selector: Selector) -> dict:
         target = self.service.resolve(selector, "")
-        signatures = signatures_of(target.model.config).signatures
+        signatures = self.service.signatures.of(target.model).signatures
         return documents.metadata_json(selector.name, target.model.version, signatures)
 
     def _all_models(self) -> dict:
@@ -86,7 +85,9 @@ class TfRoutes:
         models = []
         for name in names:
             statuses = (
-                model_status(self.dataplane, Selector(name)) if known_versions(self.dataplane, name) else []
+                model_status(self.dataplane, Selector(name), self.service.signatures)
+                if known_versions(self.dataplane, name)
+                else []
             )
             models.append({"name": name, **documents.status_json(statuses)})
         return {"models": models}

@@ -1,0 +1,52 @@
+"""The statistics sub-API: for plugins that read or shape a server's statistics.
+
+``DataPlane.statistics()`` answers :class:`ModelStats` objects (Triton's
+statistics shape, plus latency histograms); the metrics plugin turns them
+into Prometheus families and grps into its own documents. A plugin that
+sets the latency histogram bounds does it for one server, from its
+``configure`` hook, before models load::
+
+    from modelplatform.statistics import set_latency_buckets
+
+    @hookimpl
+    def configure(server):
+        set_latency_buckets(server, (100, 1_000, 10_000))
+
+Everything here is public and documented in docs/plugins/hooks.md; the rest
+of the statistics code is private to the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from modelplatform.dataplane.context import ServerContext
+from modelplatform.models.stats import (
+    DEFAULT_LATENCY_BUCKETS_US,
+    LatencyBuckets,
+    ModelStats,
+    checked_buckets,
+)
+
+
+def set_latency_buckets(server: ServerContext, bounds_us: Iterable[int]) -> None:
+    """The bounds (microseconds) of ``server``'s latency histograms.
+
+    Call it from the ``configure`` hook: every version loaded afterwards
+    takes them, and versions already loaded keep theirs. Another server in
+    the same process keeps its own. ValueError unless :func:`checked_buckets`
+    accepts ``bounds_us``.
+    """
+    server.shared(LatencyBuckets, _not_composed).set(bounds_us)
+
+
+def _not_composed() -> LatencyBuckets:
+    raise RuntimeError("set_latency_buckets needs a composed server's context (call it from `configure`)")
+
+
+__all__ = [
+    "DEFAULT_LATENCY_BUCKETS_US",
+    "ModelStats",
+    "checked_buckets",
+    "set_latency_buckets",
+]
