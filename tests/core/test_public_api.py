@@ -16,7 +16,7 @@ PUBLIC = {
     "hookimpl", "ServerContext", "HttpDialect", "HttpRoute", "HttpRequest", "HttpReply",
     "BodyPolicy", "GrpcService", "Codec", "Broadcast",
     # the backend contract, tensors, requests and responses
-    "Backend", "ExecuteResult", "PhaseClock", "RawResponse", "Tensor", "InferenceRequest",
+    "Backend", "ServerCalls", "ExecuteResult", "PhaseClock", "RawResponse", "Tensor", "InferenceRequest",
     "InferenceResponse", "RequestedOutput",
     # model configuration, settings and limits
     "ModelConfig", "TensorSpec", "EnsembleScheduling", "EnsembleStep", "Settings", "Limits",
