@@ -4,7 +4,8 @@ What a plugin needs and nothing else: ``hookimpl``; the declarations the
 ``register_*`` hooks return (HTTP dialects and routes with their neutral
 request and reply, gRPC services, codecs); the backend contract and its
 result types; tensors, requests and responses; model configuration; the
-errors; read-only settings and limits; the DataPlane every dialect calls and
+errors; option declarations (``Option``, ``tls_options``), read-only
+settings and limits; the DataPlane every dialect calls and
 its read-only views; the ServerContext hooks receive. Everything else in the
 package is private to the core and may change.
 
@@ -58,6 +59,7 @@ from modelplatform.base.inference import InferenceRequest, InferenceResponse, Re
 from modelplatform.base.logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
 from modelplatform.base.model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
 from modelplatform.base.observing import RequestObserver, RequestScope, counted_in_call
+from modelplatform.base.options import Option, tls_options
 from modelplatform.base.settings import Limits, Settings
 from modelplatform.base.validation import element_count
 from modelplatform.composition.plugins import hookimpl
@@ -155,6 +157,7 @@ __all__ = [
     "RepositorySource",
     "RequestTimedOut",
     "RequestedOutput",
+    "Option",
     "ServerContext",
     "Settings",
     "Tensor",
@@ -178,5 +181,6 @@ __all__ = [
     "json_error",
     "numpy_dtype",
     "set_latency_buckets",
+    "tls_options",
     "transport_deadline",
 ]

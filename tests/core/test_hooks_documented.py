@@ -23,10 +23,11 @@ def _signature_line(fn) -> str:
     return re.sub(r"\s+", " ", header).replace("( ", "(").replace(", )", ")")
 
 
-def test_there_are_nine_hooks():
+def test_there_are_ten_hooks():
     names = sorted(fn.__name__ for fn in _hook_functions())
     assert names == sorted(
         [
+            "register_options",
             "register_backends",
             "register_codecs",
             "register_http_dialects",

@@ -9,14 +9,16 @@ when it is off.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from modelplatform import Codec, GrpcService, HttpDialect, ServerContext, Settings, hookimpl
+from modelplatform import Codec, GrpcService, HttpDialect, Option, ServerContext, Settings, hookimpl
 from modelplatform_oip.api import http_status
 
 from . import cuda, rest, rpc
 from .codec import SharedMemoryCodec
 from .operations import SharedMemoryOperations
+from .options import OPTIONS, SharedMemoryOptions
 from .registry import RegionRegistry
 
 
@@ -25,13 +27,14 @@ class SharedMemory:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.registry = RegionRegistry(settings.max_shm_regions)
-        gpu = cuda.probe() if settings.allow_client_shm else None
-        self.operations = SharedMemoryOperations(self.registry, settings.allow_client_shm, gpu)
+        self.options = SharedMemoryOptions.from_settings(settings)
+        self.registry = RegionRegistry(self.options.max_shm_regions)
+        gpu = cuda.probe() if self.options.allow_client_shm else None
+        self.operations = SharedMemoryOperations(self.registry, self.options.allow_client_shm, gpu)
 
     @property
     def extensions(self) -> tuple[str, ...]:
-        if not self.settings.allow_client_shm:
+        if not self.options.allow_client_shm:
             return ()
         return ("system_shared_memory",) + (("cuda_shared_memory",) if self.operations.gpu else ())
 
@@ -48,8 +51,13 @@ def _for(settings: Settings) -> SharedMemory:
 
 
 @hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
+
+
+@hookimpl
 def register_codecs(settings: Settings) -> list[Codec]:
-    if not settings.allow_client_shm:
+    if not _for(settings).options.allow_client_shm:
         return []
     return [SharedMemoryCodec(_for(settings).registry)]
 
