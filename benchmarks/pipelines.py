@@ -70,8 +70,14 @@ def repository() -> Path:
 
 
 def in_process_rows(root: Path) -> list[dict[str, Any]]:
-    settings = Settings(model_repository=root, http_port=0, grpc_port=0, metrics_port=0)
-    return asyncio.run(_in_process(dataclasses.replace(settings, allow_metrics=False)))
+    settings = Settings(model_repository=root, http_port=0, grpc_port=0)
+    return asyncio.run(
+        _in_process(
+            dataclasses.replace(
+                settings, plugin_options={"metrics": {"metrics_port": 0, "allow_metrics": False}}
+            )
+        )
+    )
 
 
 async def _in_process(settings: Settings) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ import grpc
 import structlog
 
 from modelplatform.base.errors import ModelPlatformError
-from modelplatform.base.settings import resolve
+from modelplatform.composition.options import resolve
 from modelplatform.composition.server import compose, load_initial_models
 from modelplatform.dataplane.declarations import HttpReply, HttpRequest
 from modelplatform.frontends.http.encoding import call_route

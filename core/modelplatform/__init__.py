@@ -4,7 +4,8 @@ What a plugin needs and nothing else: ``hookimpl``; the declarations the
 ``register_*`` hooks return (HTTP dialects and routes with their neutral
 request and reply, gRPC services, codecs); the backend contract and its
 result types; tensors, requests and responses; model configuration; the
-errors; read-only settings and limits; the DataPlane every dialect calls and
+errors; option declarations (``Option``, ``tls_options``), read-only
+settings and limits; the DataPlane every dialect calls and
 its read-only views; the ServerContext hooks receive. At most 70 names
 (tests/core/test_public_api.py lists them): a helper only one feature needs
 lives in the plugin that owns it or in a documented sub-API:
@@ -58,6 +59,7 @@ from modelplatform.base.inference import InferenceRequest, InferenceResponse, Re
 from modelplatform.base.logging import LOG_SETTINGS_TOPIC, log_settings, update_log_settings
 from modelplatform.base.model_config import EnsembleScheduling, EnsembleStep, ModelConfig, TensorSpec
 from modelplatform.base.observing import RequestObserver, RequestScope, counted_in_call
+from modelplatform.base.options import Option, tls_options
 from modelplatform.base.settings import Limits, Settings
 from modelplatform.composition.plugins import hookimpl
 from modelplatform.dataplane.context import ServerContext
@@ -143,6 +145,7 @@ __all__ = [
     "RequestTimedOut",
     "RequestedOutput",
     "ServerCalls",
+    "Option",
     "ServerContext",
     "Settings",
     "Tensor",
@@ -155,5 +158,6 @@ __all__ = [
     "grpc_guard",
     "grpc_status",
     "hookimpl",
+    "tls_options",
     "transport_deadline",
 ]

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from modelplatform.base.codecs import Codec
     from modelplatform.base.inference import InferenceRequest
     from modelplatform.base.model_config import ModelConfig
+    from modelplatform.base.options import Option
     from modelplatform.base.settings import Settings
     from modelplatform.dataplane.context import ServerContext
     from modelplatform.dataplane.declarations import GrpcService, HttpDialect
@@ -39,6 +40,24 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 
 
 # ---- Registration: called once while the server is composed; results collected ----
+
+
+@hookspec
+def register_options() -> Sequence[Option]:
+    """Return the plugin's option declarations (``Option``), like pytest's ``pytest_addoption``.
+
+    Called before the command line is parsed, for every installed plugin
+    (enabled or not: ``serve --help`` lists them all, in a panel per plugin);
+    results collected. Each option becomes a ``platform serve`` flag
+    (``--<plugin>-<name>``), a variable (``MODELPLATFORM_<PLUGIN>_<NAME>``) and
+    a config key (``[plugins.<plugin>] <name>``), resolved with the core's
+    precedence (defaults < file < environment < flags); ``top_level=True``
+    keeps an older un-namespaced name. The plugin reads the values with
+    ``settings.options_for("<plugin>")``: every declared option, defaults filled
+    in, checked. A flag of a disabled plugin is refused naming it; its variables
+    and keys are passed over with a warning. Two options with one flag,
+    variable or key stop start-up naming both plugins.
+    """
 
 
 @hookspec

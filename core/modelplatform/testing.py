@@ -32,8 +32,8 @@ from modelplatform.composition.plugins import hookimpl
 from modelplatform.composition.server import RunningServer, compose
 from modelplatform.models.backend import Backend, ExecuteResult
 
-#: Settings().metrics_port: InProcessServer moves it to a free port.
-DEFAULT_METRICS_PORT = Settings().metrics_port
+#: The metrics plugin's default port: InProcessServer moves it to a free port.
+DEFAULT_METRICS_PORT = 8002
 
 ModelFunction = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 #: Process-wide on purpose: a test names its functions before it builds its servers, and
@@ -100,8 +100,14 @@ class InProcessServer:
     """``async with InProcessServer(settings, [plugin]) as server:`` serves until exit."""
 
     def __init__(self, settings: Settings, extra_plugins: Sequence[object] = ()) -> None:
-        if settings.metrics_port == DEFAULT_METRICS_PORT:  # tests run side by side: any free port
-            settings = dataclasses.replace(settings, metrics_port=0)
+        metrics = settings.options_for("metrics")
+        if (
+            metrics.get("metrics_port", DEFAULT_METRICS_PORT) == DEFAULT_METRICS_PORT
+        ):  # tests run side by side
+            metrics = {**metrics, "metrics_port": 0}  # any free port
+            settings = dataclasses.replace(
+                settings, plugin_options={**settings.plugin_options, "metrics": metrics}
+            )
         self.running = RunningServer(compose(settings, extra_plugins))
 
     @property

@@ -26,7 +26,7 @@ def context(tmp_path_factory: pytest.TempPathFactory) -> Any:
     repository = tmp_path_factory.mktemp("categories")
     shutil.copytree(GRPS_MODELS / "custom_echo", repository / "custom_echo")
     settings = Settings(model_repository=repository, host="127.0.0.1", http_port=free_port(),
-                        grpc_port=free_port(), metrics_port=0)  # fmt: skip
+                        grpc_port=free_port(), plugin_options={"metrics": {"metrics_port": 0}})  # fmt: skip
     return compose(settings).context
 
 

@@ -27,6 +27,7 @@ def test_the_hook_specs_are_exactly_these():
     names = sorted(fn.__name__ for fn in _hook_functions())
     assert names == sorted(
         [
+            "register_options",
             "register_backends",
             "register_codecs",
             "register_http_dialects",

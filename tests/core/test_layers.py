@@ -55,14 +55,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "modelplatform.statistics",
     ),  # fmt: skip
 )
-#: Upward edges another branch removes (the settings checks of TLS and key files move
-#: out of base; the ServerContext stops importing the TLS listeners). Temporary: delete
-#: this set once the options branch is merged, and the test holds every edge.
-KNOWN_UNTIL_OPTIONS_MERGE = {
-    ("modelplatform.base.settings", "modelplatform.frontends.tls"),
-    ("modelplatform.base.settings", "modelplatform.frontends.gate"),
-    ("modelplatform.dataplane.context", "modelplatform.frontends.tls"),
-}
 #: The most modules and packages side by side at core/modelplatform/'s top level.
 MOST_AT_TOP = 15
 
@@ -103,16 +95,7 @@ def test_every_core_module_has_a_layer():
 
 def test_no_core_module_imports_from_a_layer_above_its_own():
     found = upward_imports(CORE, LAYERS)
-    offending = [e for e in found if (e.source, e.target) not in KNOWN_UNTIL_OPTIONS_MERGE]
-    assert not offending, "imports from a higher layer:\n" + "\n".join(described(offending, ROOT))
-
-
-def test_the_known_upward_imports_are_still_there():
-    """A known edge that is gone leaves the set: delete it, so the test holds that edge again."""
-    found = {(e.source, e.target) for e in upward_imports(CORE, LAYERS)}
-    assert KNOWN_UNTIL_OPTIONS_MERGE <= found, (
-        f"gone, remove from the set: {KNOWN_UNTIL_OPTIONS_MERGE - found}"
-    )
+    assert not found, "imports from a higher layer:\n" + "\n".join(described(found, ROOT))
 
 
 def test_at_most_fifteen_modules_side_by_side_at_the_top_of_the_core():

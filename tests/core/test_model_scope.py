@@ -34,8 +34,8 @@ def _simple(model: str) -> InferenceRequest:
 
 
 def _settings() -> Settings:
-    return Settings(model_repository=MODEL_REPOSITORY, http_port=0, grpc_port=0, metrics_port=0,
-                    allow_metrics=False, load_models=("simple_ensemble", "stream_counter"))  # fmt: skip
+    return Settings(model_repository=MODEL_REPOSITORY, http_port=0, grpc_port=0,
+                    plugin_options={"metrics": {"metrics_port": 0, "allow_metrics": False}}, load_models=("simple_ensemble", "stream_counter"))  # fmt: skip
 
 
 def test_the_gate_defers_a_call_naming_its_model_late_only_for_keys_limited_to_models(tmp_path) -> None:

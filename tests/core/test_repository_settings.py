@@ -5,20 +5,26 @@ from __future__ import annotations
 import pytest
 
 from modelplatform import InvalidArgument
-from modelplatform.base.settings import resolve
+from modelplatform.composition.options import resolve
 from modelplatform.models.repository import fingerprint, model_names
 
 
 def test_upload_and_restriction_defaults_are_closed():
     settings = resolve(env={})
-    assert settings.allow_file_upload is False and settings.repository_restrict == ""
+    assert (
+        settings.options_for("repository")["allow_file_upload"] is False
+        and settings.repository_restrict == ""
+    )
 
 
 def test_settings_from_env_and_flags():
     settings = resolve(
         env={"MODELPLATFORM_ALLOW_FILE_UPLOAD": "true"}, overrides={"repository_restrict": "x-key:v:1"}
     )
-    assert settings.allow_file_upload is True and settings.repository_restrict == "x-key:v:1"
+    assert (
+        settings.options_for("repository")["allow_file_upload"] is True
+        and settings.repository_restrict == "x-key:v:1"
+    )
 
 
 @pytest.mark.parametrize("bad", ["no-colon", ":value", "key:"])
@@ -45,10 +51,13 @@ def test_fingerprint_sees_growth_and_new_folders_but_not_bytecode(tmp_path):
 
 
 def test_serve_has_the_flags():
-    from typer.testing import CliRunner
+    import os
+    import subprocess
+    import sys
 
-    from modelplatform.composition.cli import app
-
-    result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
-    assert result.exit_code == 0
-    assert "--allow-file-upload" in result.output and "--repository-restrict" in result.output
+    # A subprocess: `serve` knows the plugins' flags (--allow-file-upload is the repository
+    # plugin's) only once `main` loaded their declarations.
+    result = subprocess.run([sys.executable, "-m", "modelplatform", "serve", "--help"],
+                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert result.returncode == 0
+    assert "--allow-file-upload" in result.stdout and "--repository-restrict" in result.stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from modelplatform.base.errors import InvalidArgument
-from modelplatform.base.settings import resolve
+from modelplatform.composition.options import resolve
 from modelplatform.frontends.tls import ListenerTls, TlsFiles, tls_files
 
 from ..e2e.tls_certs import Authority

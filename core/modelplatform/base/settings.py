@@ -1,24 +1,34 @@
-"""Server settings, resolved once: defaults < config file < MODELPLATFORM_* env < CLI flags.
+"""The core's settings, resolved once: defaults < config file < MODELPLATFORM_* env < CLI flags.
 
 The config file is TOML; top-level keys are the field names below, and a
-``[plugins.<name>]`` table holds a plugin's own options (read by that plugin
-from ``Settings.plugin_options``). Environment variables are the field names
-upper-cased with a ``MODELPLATFORM_`` prefix; lists are comma-separated.
+``[plugins.<name>]`` table holds a plugin's own options (declared by the plugin,
+options.py; read by it with :meth:`Settings.options_for`). Environment variables
+are the field names upper-cased with a ``MODELPLATFORM_`` prefix; lists are
+comma-separated. Which options exist: core_options.py and each plugin's
+``register_options``; how the sources merge: resolution.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from modelplatform.base.access.restrictions import (
+    GRPC_RESTRICTED_FLAG,
+    HTTP_RESTRICTED_FLAG,
+    Restrictions,
+    grpc_groups,
+    http_groups,
+)
 from modelplatform.base.errors import InvalidArgument
-from modelplatform.frontends.tls import check_settings as _check_tls
+from modelplatform.base.tls_settings import check_tls
+
+if TYPE_CHECKING:
+    from modelplatform.base.options import Declared
 
 ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
@@ -48,12 +58,6 @@ class Settings:
     #: Models loaded at start in explicit mode; "*" loads every model.
     load_models: tuple[str, ...] = ("*",)
     repository_poll_secs: float = 15.0
-    #: Accept ``file:<version>/<name>`` load parameters (lets a client install code).
-    allow_file_upload: bool = False
-    #: Let clients register shared-memory regions and name them in requests (Triton's --allow-client-shm).
-    allow_client_shm: bool = False
-    #: Most shared-memory regions registered at once (system and CUDA together).
-    max_shm_regions: int = 64
     #: ``key:value``: the repository API answers only requests carrying this header; the
     #: old spelling of ``model-repository:key=value`` in both restricted lists below.
     repository_restrict: str = ""
@@ -94,19 +98,6 @@ class Settings:
     drain_delay_secs: float = 5.0
     #: Then: seconds for calls in flight to finish before they end with UNAVAILABLE (Triton's name).
     exit_timeout_secs: float = 30.0
-    #: Serve Prometheus metrics (the metrics plugin): on ``metrics_port`` and at /metrics.
-    allow_metrics: bool = True
-    metrics_port: int = 8002
-    #: Address of the metrics port; "" binds the HTTP address (``host``).
-    metrics_address: str = ""
-    #: How often sampled gauges (CPU, memory, GPU) are read, in milliseconds.
-    metrics_interval_ms: int = 2000
-    #: ``key=value`` options of the metrics (Triton's ``--metrics-config``), see docs/observability.md.
-    metrics_config: tuple[str, ...] = ()
-    #: OTLP/HTTP traces endpoint (``http://collector:4318/v1/traces``); "" traces nothing.
-    trace_otlp_endpoint: str = ""
-    #: Trace one request in every ``trace_rate`` (Triton's rate); a sampled ``traceparent`` is always traced.
-    trace_rate: int = 1000
     #: TLS on the gRPC port (Triton's flags); ``grpc_use_ssl_mutual`` also asks clients for a certificate.
     grpc_use_ssl: bool = False
     grpc_use_ssl_mutual: bool = False
@@ -120,16 +111,21 @@ class Settings:
     http_server_cert: str = ""
     http_server_key: str = ""
     http_root_cert: str = ""
-    #: TLS on the metrics port: each one not given (None, "") takes the HTTP setting's value.
-    metrics_use_ssl: bool | None = None
-    metrics_use_ssl_mutual: bool | None = None
-    metrics_server_cert: str = ""
-    metrics_server_key: str = ""
-    metrics_root_cert: str = ""
+    #: Each plugin's option values by plugin name: every declared option, defaults filled
+    #: in (base/options.py); a ``[plugins.<name>]`` table no plugin declares, as written.
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: ``(listener, plugin)``: the plugins' own TLS listeners (options.tls_options), e.g. metrics.
+    tls_listeners: tuple[tuple[str, str], ...] = ()
 
     def options_for(self, plugin: str) -> Mapping[str, Any]:
+        """The option values of ``plugin`` (its ``register_options`` names; defaults filled in)."""
         return self.plugin_options.get(plugin, {})
+
+    def allows(self, plugin: str) -> bool:
+        """Whether the allow and block lists (``--plugins``, ``--disable-plugin``) enable ``plugin``."""
+        if plugin in self.disable_plugins:
+            return False
+        return not self.plugins or plugin in self.plugins
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,23 +140,21 @@ class Limits:
         return cls(settings.max_tensor_elements, settings.max_bytes_element)
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
-#: Booleans whose "not given" (None) means something: take another setting's value.
-_OPTIONAL_BOOLS = frozenset({"metrics_use_ssl", "metrics_use_ssl_mutual"})
-
-
 def resolve(
     config_file: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    plugin_options: Sequence[Declared] = (),
+    warn: Callable[[str, dict[str, str]], None] | None = None,
 ) -> Settings:
-    """Merge every source in precedence order and validate the result."""
-    values: dict[str, Any] = {}
-    if config_file is not None:
-        values.update(_from_file(config_file))
-    values.update(_from_env(os.environ if env is None else env))
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return _build(_url_apart(values))
+    """Merge every source in precedence order and validate the result (resolution.py).
+
+    ``plugin_options``: the installed plugins' declarations (composition loads
+    them); without them only the core's options and raw ``[plugins.*]`` tables are read.
+    """
+    from modelplatform.base.resolution import merge  # noqa: PLC0415 - resolution builds on Settings
+
+    return merge(config_file, os.environ if env is None else env, overrides or {}, plugin_options, warn)
 
 
 def is_remote(location: str) -> bool:
@@ -168,72 +162,8 @@ def is_remote(location: str) -> bool:
     return bool(_URL.match(location))
 
 
-def _url_apart(values: dict[str, Any]) -> dict[str, Any]:
-    """A URL given as the repository goes to ``model_repository_url`` (a Path loses its ``//``)."""
-    given = values.get("model_repository")
-    if isinstance(given, str) and is_remote(given):
-        values = {k: v for k, v in values.items() if k != "model_repository"}
-        values["model_repository_url"] = given
-    return values
-
-
-def _from_file(path: Path) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise InvalidArgument(f"config file {path}: {error}") from None
-    plugin_options = data.pop("plugins", None)
-    if isinstance(plugin_options, dict):
-        data["plugin_options"] = plugin_options
-    elif plugin_options is not None:
-        data["plugins"] = plugin_options
-    return data
-
-
-def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        name: env[ENV_PREFIX + name.upper()]
-        for name in _FIELDS
-        if name != "plugin_options" and ENV_PREFIX + name.upper() in env
-    }
-
-
-def _build(values: dict[str, Any]) -> Settings:
-    unknown = set(values) - set(_FIELDS)
-    if unknown:
-        raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    converted = {name: _convert(name, value) for name, value in values.items()}
-    settings = Settings(**converted)
-    _check(settings)
-    return settings
-
-
-def _convert(name: str, value: Any) -> Any:
-    default = _FIELDS[name].default
-    try:
-        if isinstance(default, bool) or name in _OPTIONAL_BOOLS:
-            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-        if isinstance(default, tuple):
-            items = value.split(_separator(name)) if isinstance(value, str) else value
-            return tuple(str(item).strip() for item in items if str(item).strip())
-        if isinstance(default, Path):
-            return Path(value)
-        if isinstance(default, (int, float, str)):
-            return type(default)(value)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"setting {name}: cannot use {value!r}") from None
-    return value
-
-
-#: Lists whose items hold commas themselves: ';' separates them in environment variables.
-_SEMICOLON_LISTS = frozenset({"http_restricted_api", "grpc_restricted_protocol"})
-
-
-def _separator(name: str) -> str:
-    return ";" if name in _SEMICOLON_LISTS else ","
-
-
-def _check(settings: Settings) -> None:
+def check(settings: Settings) -> None:
+    """The checks that involve several settings (each option's own type is checked when read)."""
     if settings.model_control_mode not in ("none", "poll", "explicit"):
         raise InvalidArgument("model_control_mode must be none, poll or explicit")
     if settings.model_repository_url and not is_remote(settings.model_repository_url):
@@ -242,28 +172,19 @@ def _check(settings: Settings) -> None:
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
-    for name in (
-        "max_request_bytes",
-        "max_tensor_elements",
-        "max_bytes_element",
-        "workers",
-        "max_shm_regions",
-    ):
+    for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):
         if getattr(settings, name) <= 0:
             raise InvalidArgument(f"{name} must be positive")
     _check_timeouts(settings)
     _check_drain(settings)
-    _check_metrics(settings)
-    _check_tracing(settings)
-    _check_access(settings)
-    _check_tls(settings)
+    _check_restrictions(settings)
+    check_tls(settings)
 
 
-def _check_access(settings: Settings) -> None:
-    """Restrictions parse and keep each category in one group; the key file loads (exit 2 if not)."""
-    from modelplatform.frontends.gate import AccessGate  # noqa: PLC0415 - access imports settings' neutral errors only
-
-    AccessGate.from_settings(settings)
+def _check_restrictions(settings: Settings) -> None:
+    """Restrictions parse and keep each category in one group (the key file is read at start-up)."""
+    Restrictions.parse(http_groups(settings), HTTP_RESTRICTED_FLAG)
+    Restrictions.parse(grpc_groups(settings), GRPC_RESTRICTED_FLAG)
 
 
 def _check_timeouts(settings: Settings) -> None:
@@ -280,25 +201,6 @@ def _check_drain(settings: Settings) -> None:
     for name in ("drain_delay_secs", "exit_timeout_secs"):
         if not 0 <= getattr(settings, name) <= MAX_DRAIN_SECS:
             raise InvalidArgument(f"{name} must be between 0 and {MAX_DRAIN_SECS:g}")
-
-
-def _check_tracing(settings: Settings) -> None:
-    if not 1 <= settings.trace_rate <= 2**31 - 1:
-        raise InvalidArgument("trace_rate must be 1 or more (one request traced in every trace_rate)")
-    endpoint = settings.trace_otlp_endpoint
-    if endpoint and not endpoint.startswith(("http://", "https://")):
-        raise InvalidArgument("trace_otlp_endpoint must be an http:// or https:// URL (OTLP/HTTP)")
-
-
-def _check_metrics(settings: Settings) -> None:
-    if not 0 <= settings.metrics_port <= 65535:
-        raise InvalidArgument("metrics_port must be between 0 and 65535")
-    if not 1 <= settings.metrics_interval_ms <= 3_600_000:
-        raise InvalidArgument("metrics_interval_ms must be between 1 and 3600000")
-    for pair in settings.metrics_config:
-        key, sep, value = pair.partition("=")
-        if not (sep and key.strip() and value.strip()):
-            raise InvalidArgument(f"metrics_config entry {pair!r} is not 'key=value'")
 
 
 def _is_header_pair(text: str) -> bool:

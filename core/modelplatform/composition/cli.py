@@ -8,25 +8,36 @@ default, in that order.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import pluggy
+import structlog
 import typer
 
 from modelplatform._version import __version__
 from modelplatform.base import config_reader
 from modelplatform.base import settings as settings_module
+from modelplatform.base.core_options import CORE_OPTIONS, MODELS
 from modelplatform.base.errors import ModelPlatformError
 from modelplatform.base.logging import configure
+from modelplatform.base.options import Declared, Option
+from modelplatform.base.resolution import Warn
 from modelplatform.base.settings import Settings
+from modelplatform.composition import options
 from modelplatform.composition.cli_help import PanelledCommand
 from modelplatform.composition.plugins import build_plugin_manager
 from modelplatform.models import repository
 from modelplatform.models.remote_repository import RepositorySource, open_repository
+
+if TYPE_CHECKING:
+    from modelplatform.composition.security import Security
+
+log = structlog.get_logger("modelplatform.composition.cli")
 
 app = typer.Typer(
     name="platform",
@@ -36,10 +47,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-#: The panels ``serve --help`` groups its options in (options without one go to "Options").
-NETWORK, MODELS, LIMITS = "Network", "Models", "Limits"
-SECURITY, OBSERVABILITY = "Security", "Observability"
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="TOML settings file (see docs/configuration.md).")
@@ -62,335 +69,63 @@ DisableOpt = Annotated[
     typer.Option("--disable-plugin", metavar="<name>", help="Plugin name to block (repeatable)."),
 ]
 
-
-def _tls_switch(listener: str, mutual: bool) -> typer.models.OptionInfo:
-    flag = f"--{listener}-use-ssl" + ("-mutual" if mutual else "")
-    port = {"http": "HTTP", "grpc": "gRPC"}.get(listener, listener)
-    what = f"TLS on the {port} port"
-    if mutual:
-        what = f"mutual {what}: clients need a certificate of the root cert"
-    follows = " (default: as HTTP)" if listener == "metrics" else ""
-    return typer.Option(f"{flag}/--no-{flag[2:]}", help=f"Serve {what}{follows}.", rich_help_panel=SECURITY)
+#: A flag's value type as typer reads it (not given: None); a list is a repeatable flag.
+_FLAG_TYPES: dict[type, Any] = {bool: Optional[bool], int: Optional[int], float: Optional[float]}  # noqa: UP045 - typer reads these at run time
 
 
-def _tls_file(listener: str, name: str, what: str) -> typer.models.OptionInfo:
-    follows = " (default: the HTTP one)" if listener == "metrics" else ""
-    return typer.Option(
-        f"--{listener}-{name}", metavar="<pem>", help=f"{what}{follows}.", rich_help_panel=SECURITY
+def _flag_type(option: Option) -> Any:
+    if option.type is tuple:
+        return Optional[list[str]] if option.repeatable else Optional[str]  # noqa: UP045 - as above
+    return _FLAG_TYPES.get(option.type, Optional[str])  # noqa: UP045 - as above
+
+
+def _flag_parameter(declared: Declared) -> inspect.Parameter:
+    """One ``serve`` parameter, as typer reads it from a signature, from one declaration."""
+    option = declared.option
+    names = list(declared.flags)
+    if option.type is bool:
+        names[0] = f"{names[0]}/--no-{names[0][2:]}"
+    info = typer.Option(*names, help=option.help, metavar=option.metavar, rich_help_panel=declared.panel)
+    annotation = Annotated[_flag_type(option), info]  # type: ignore[valid-type]  # built at run time for typer
+    return inspect.Parameter(
+        declared.dest, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
     )
 
 
-def _tls_options(listener: str) -> dict[str, typer.models.OptionInfo]:
-    return {
-        "use_ssl": _tls_switch(listener, False),
-        "use_ssl_mutual": _tls_switch(listener, True),
-        "server_cert": _tls_file(
-            listener, "server-cert", "Certificate (chain), PEM; re-read on change or SIGHUP"
-        ),
-        "server_key": _tls_file(listener, "server-key", "Private key, PEM"),
-        "root_cert": _tls_file(listener, "root-cert", "CA certificate(s) of the clients (mutual TLS)"),
-    }
+def declare_serve_options(plugin_options: Sequence[Declared] = ()) -> None:
+    """Give ``serve`` a parameter per declared option: the core's, then the installed plugins'.
 
-
-_GRPC_TLS, _HTTP_TLS, _METRICS_TLS = (_tls_options(listener) for listener in ("grpc", "http", "metrics"))
-TlsSwitch = Optional[bool]  # noqa: UP045 - typer reads these aliases at run time
-TlsFile = Optional[str]  # noqa: UP045 - typer reads these aliases at run time
+    typer builds the command from the function's signature when the CLI runs,
+    so :func:`main` calls this again with the plugins' options before it does.
+    """
+    config = inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt)
+    flags = [_flag_parameter(d) for d in (*CORE_OPTIONS, *plugin_options) if d.option.cli]
+    serve.__signature__ = inspect.Signature([config, *flags])  # type: ignore[attr-defined]  # typer reads it
+    serve.__annotations__ = {p.name: p.annotation for p in (config, *flags)}
 
 
 @app.command(cls=PanelledCommand)
-def serve(
-    config: ConfigOpt = None,
-    plugins: PluginsOpt = None,
-    disable_plugin: DisableOpt = None,
-    model_repository: RepoOpt = None,
-    model_control_mode: Annotated[
-        str | None,
-        typer.Option(help="none | poll | explicit (as Triton).", rich_help_panel=MODELS),
-    ] = None,
-    load_model: Annotated[
-        list[str] | None,
-        typer.Option(metavar="<model>", help="Model to load at start; '*': all.", rich_help_panel=MODELS),
-    ] = None,
-    repository_poll_secs: Annotated[
-        float | None, typer.Option(help="Rescan interval in poll mode.", rich_help_panel=MODELS)
-    ] = None,
-    strict_readiness: Annotated[
-        bool | None,
-        typer.Option(
-            "--strict-readiness/--no-strict-readiness",
-            help="Ready only when all models are.",
-            rich_help_panel=MODELS,
-        ),
-    ] = None,
-    host: Annotated[
-        str | None,
-        typer.Option("--host", "--http-address", help="Address to bind.", rich_help_panel=NETWORK),
-    ] = None,
-    http_port: Annotated[
-        int | None, typer.Option(help="HTTP port (every REST dialect).", rich_help_panel=NETWORK)
-    ] = None,
-    grpc_port: Annotated[
-        int | None, typer.Option(help="gRPC port (every gRPC service).", rich_help_panel=NETWORK)
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Server processes sharing the ports.", rich_help_panel=NETWORK),
-    ] = None,
-    http_fast_lane: Annotated[
-        bool | None,
-        typer.Option(
-            "--http-fast-lane/--no-http-fast-lane",
-            help="C-parsed fast path for hot routes.",
-            rich_help_panel=NETWORK,
-        ),
-    ] = None,
-    single_port: Annotated[
-        bool | None,
-        typer.Option(
-            "--single-port/--no-single-port",
-            help="HTTP and gRPC (h2c) both on the HTTP port; no gRPC port.",
-            rich_help_panel=NETWORK,
-        ),
-    ] = None,
-    max_request_bytes: Annotated[
-        int | None, typer.Option(help="Largest request body.", rich_help_panel=LIMITS)
-    ] = None,
-    max_tensor_elements: Annotated[
-        int | None, typer.Option(help="Largest tensor element count.", rich_help_panel=LIMITS)
-    ] = None,
-    max_bytes_element: Annotated[
-        int | None, typer.Option(help="Largest BYTES element.", rich_help_panel=LIMITS)
-    ] = None,
-    allow_file_upload: Annotated[
-        bool | None,
-        typer.Option(
-            "--allow-file-upload/--no-allow-file-upload",
-            help="Accept model files in load requests.",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    allow_client_shm: Annotated[
-        bool | None,
-        typer.Option(
-            "--allow-client-shm/--no-allow-client-shm",
-            help="Let clients register shared-memory regions (default off).",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    max_shm_regions: Annotated[
-        int | None,
-        typer.Option(
-            help="Most shared-memory regions registered at once (default 64).", rich_help_panel=LIMITS
-        ),
-    ] = None,
-    repository_restrict: Annotated[
-        str | None,
-        typer.Option(
-            help="'header:value' the repository API needs (short for model-repository:header=value "
-            "on both restricted lists).",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    http_restricted_api: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="<apis>:<k>=<v>",
-            help="APIs (a,b,...) that need HTTP header <k>: <v> (repeatable; Triton's syntax).",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    grpc_restricted_protocol: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="<apis>:<k>=<v>",
-            help="APIs that need gRPC metadata triton-grpc-protocol-<k>: <v> (repeatable).",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    api_keys_file: Annotated[
-        str | None,
-        typer.Option(
-            help="TOML/JSON file of scoped API keys (hashes); re-read when it changes.",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    api_keys_open_health: Annotated[
-        bool | None,
-        typer.Option(
-            "--api-keys-open-health/--no-api-keys-open-health",
-            help="With API keys, health endpoints need none (default: open, for probes).",
-            rich_help_panel=SECURITY,
-        ),
-    ] = None,
-    log_verbose: Annotated[
-        int | None, typer.Option(help=">0 logs debug events.", rich_help_panel=OBSERVABILITY)
-    ] = None,
-    log_format: Annotated[
-        str | None, typer.Option(help="console | json", rich_help_panel=OBSERVABILITY)
-    ] = None,
-    http_request_timeout_secs: Annotated[
-        float | None,
-        typer.Option(
-            help="Most seconds a client may stay silent while sending a request (408); 0 = none.",
-            rich_help_panel=LIMITS,
-        ),
-    ] = None,
-    http_response_timeout_secs: Annotated[
-        float | None,
-        typer.Option(
-            help="Most seconds to produce an HTTP answer, then the dialect's 504; 0 = none (default).",
-            rich_help_panel=LIMITS,
-        ),
-    ] = None,
-    http_keep_alive_timeout_secs: Annotated[
-        float | None,
-        typer.Option(help="Seconds an idle keep-alive connection stays open.", rich_help_panel=NETWORK),
-    ] = None,
-    drain_delay_secs: Annotated[
-        float | None,
-        typer.Option(
-            help="On SIGTERM: seconds served with readiness already false (default 5).",
-            rich_help_panel=NETWORK,
-        ),
-    ] = None,
-    exit_timeout_secs: Annotated[
-        float | None,
-        typer.Option(
-            help="Then: seconds for calls in flight before they end UNAVAILABLE (default 30).",
-            rich_help_panel=NETWORK,
-        ),
-    ] = None,
-    allow_metrics: Annotated[
-        bool | None,
-        typer.Option(
-            "--allow-metrics/--no-allow-metrics",
-            help="Serve Prometheus metrics on the metrics port and at /metrics (default on).",
-            rich_help_panel=OBSERVABILITY,
-        ),
-    ] = None,
-    metrics_port: Annotated[
-        int | None,
-        typer.Option(help="Metrics port (default 8002).", rich_help_panel=OBSERVABILITY),
-    ] = None,
-    metrics_address: Annotated[
-        str | None,
-        typer.Option(
-            help="Address of the metrics port (default: the HTTP address).",
-            rich_help_panel=OBSERVABILITY,
-        ),
-    ] = None,
-    metrics_interval_ms: Annotated[
-        int | None,
-        typer.Option(
-            help="How often CPU, memory and GPU gauges are sampled (default 2000).",
-            rich_help_panel=OBSERVABILITY,
-        ),
-    ] = None,
-    metrics_config: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="<key=value>",
-            help="Metrics option, e.g. counter_latencies=false (repeatable).",
-            rich_help_panel=OBSERVABILITY,
-        ),
-    ] = None,
-    trace_otlp_endpoint: Annotated[
-        str | None,
-        typer.Option(
-            help="Send OpenTelemetry spans to this OTLP/HTTP endpoint (default: no tracing).",
-            rich_help_panel=OBSERVABILITY,
-        ),
-    ] = None,
-    trace_rate: Annotated[
-        int | None,
-        typer.Option(
-            help="Trace one request in every N (default 1000); sampled traceparents always.",
-            rich_help_panel=OBSERVABILITY,
-        ),
-    ] = None,
-    grpc_use_ssl: Annotated[TlsSwitch, _GRPC_TLS["use_ssl"]] = None,
-    grpc_use_ssl_mutual: Annotated[TlsSwitch, _GRPC_TLS["use_ssl_mutual"]] = None,
-    grpc_server_cert: Annotated[TlsFile, _GRPC_TLS["server_cert"]] = None,
-    grpc_server_key: Annotated[TlsFile, _GRPC_TLS["server_key"]] = None,
-    grpc_root_cert: Annotated[TlsFile, _GRPC_TLS["root_cert"]] = None,
-    http_use_ssl: Annotated[TlsSwitch, _HTTP_TLS["use_ssl"]] = None,
-    http_use_ssl_mutual: Annotated[TlsSwitch, _HTTP_TLS["use_ssl_mutual"]] = None,
-    http_server_cert: Annotated[TlsFile, _HTTP_TLS["server_cert"]] = None,
-    http_server_key: Annotated[TlsFile, _HTTP_TLS["server_key"]] = None,
-    http_root_cert: Annotated[TlsFile, _HTTP_TLS["root_cert"]] = None,
-    metrics_use_ssl: Annotated[TlsSwitch, _METRICS_TLS["use_ssl"]] = None,
-    metrics_use_ssl_mutual: Annotated[TlsSwitch, _METRICS_TLS["use_ssl_mutual"]] = None,
-    metrics_server_cert: Annotated[TlsFile, _METRICS_TLS["server_cert"]] = None,
-    metrics_server_key: Annotated[TlsFile, _METRICS_TLS["server_key"]] = None,
-    metrics_root_cert: Annotated[TlsFile, _METRICS_TLS["root_cert"]] = None,
-) -> None:
+def serve(config: Path | None = None, **flags: Any) -> None:
     """Serve the model repository (HTTP 8000, gRPC 8001 by default)."""
-    overrides = {
-        "model_repository": model_repository,
-        "http_port": http_port,
-        "grpc_port": grpc_port,
-        "host": host,
-        "plugins": plugins,
-        "disable_plugins": disable_plugin or None,
-        "model_control_mode": model_control_mode,
-        "load_models": load_model or None,
-        "repository_poll_secs": repository_poll_secs,
-        "allow_file_upload": allow_file_upload,
-        "repository_restrict": repository_restrict,
-        "http_restricted_api": http_restricted_api or None,
-        "grpc_restricted_protocol": grpc_restricted_protocol or None,
-        "api_keys_file": api_keys_file,
-        "api_keys_open_health": api_keys_open_health,
-        "allow_client_shm": allow_client_shm,
-        "max_shm_regions": max_shm_regions,
-        "strict_readiness": strict_readiness,
-        "log_verbose": log_verbose,
-        "log_format": log_format,
-        "max_request_bytes": max_request_bytes,
-        "max_tensor_elements": max_tensor_elements,
-        "max_bytes_element": max_bytes_element,
-        "http_fast_lane": http_fast_lane,
-        "single_port": single_port,
-        "http_request_timeout_secs": http_request_timeout_secs,
-        "http_response_timeout_secs": http_response_timeout_secs,
-        "http_keep_alive_timeout_secs": http_keep_alive_timeout_secs,
-        "workers": workers,
-        "drain_delay_secs": drain_delay_secs,
-        "exit_timeout_secs": exit_timeout_secs,
-        "allow_metrics": allow_metrics,
-        "metrics_port": metrics_port,
-        "metrics_address": metrics_address,
-        "metrics_interval_ms": metrics_interval_ms,
-        "metrics_config": metrics_config or None,
-        "trace_otlp_endpoint": trace_otlp_endpoint,
-        "trace_rate": trace_rate,
-        "grpc_use_ssl": grpc_use_ssl,
-        "grpc_use_ssl_mutual": grpc_use_ssl_mutual,
-        "grpc_server_cert": grpc_server_cert,
-        "grpc_server_key": grpc_server_key,
-        "grpc_root_cert": grpc_root_cert,
-        "http_use_ssl": http_use_ssl,
-        "http_use_ssl_mutual": http_use_ssl_mutual,
-        "http_server_cert": http_server_cert,
-        "http_server_key": http_server_key,
-        "http_root_cert": http_root_cert,
-        "metrics_use_ssl": metrics_use_ssl,
-        "metrics_use_ssl_mutual": metrics_use_ssl_mutual,
-        "metrics_server_cert": metrics_server_cert,
-        "metrics_server_key": metrics_server_key,
-        "metrics_root_cert": metrics_root_cert,
-    }
-    settings = _settings(config, overrides)
-    _require_usable_tls(settings)
+    _serve(config, **flags)
+
+
+def _serve(config: Path | None, **flags: Any) -> None:
+    overrides = {dest: value or None if isinstance(value, list) else value for dest, value in flags.items()}
+    passed_over: list[tuple[str, dict[str, str]]] = []
+    settings = _settings(config, overrides, lambda event, fields: passed_over.append((event, fields)))
+    security = _read_security(settings)
     configure(settings.log_verbose, settings.log_format)
+    for event, fields in passed_over:
+        log.warning(event, **fields)
     from modelplatform.base.allocator import tune_allocator
     from modelplatform.composition.server import run
 
     tune_allocator()  # before any thread or worker exists (allocator.py says why)
     settings, remote = _opened(settings)  # a remote repository's client may start threads
-    _require_repository(settings, model_repository)
+    _require_repository(settings, flags.get("model_repository"))
     try:
-        run(settings, remote)
+        run(settings, remote, security if settings.workers == 1 else None)
     finally:
         if remote is not None:
             remote.close()
@@ -440,9 +175,9 @@ def _backend_of(model_dir: Path) -> str:
     return proto.backend or proto.platform or "(from files)"
 
 
-def _settings(config: Path | None, overrides: dict) -> Settings:
+def _settings(config: Path | None, overrides: dict, warn: Warn | None = None) -> Settings:
     try:
-        return settings_module.resolve(config, overrides=overrides)
+        return options.resolve(config, overrides=overrides, warn=warn)
     except ModelPlatformError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
@@ -495,12 +230,12 @@ def _require_repository(settings: Settings, as_given: str | None) -> None:
     raise typer.Exit(2)
 
 
-def _require_usable_tls(settings: Settings) -> None:
-    """Stop with one line when a certificate, key or root file does not parse or match (exit 2)."""
-    from modelplatform.frontends.tls import ServerTls
+def _read_security(settings: Settings) -> Security:
+    """The TLS and key files, read once; one line and exit 2 when one does not parse or match."""
+    from modelplatform.composition.security import Security  # noqa: PLC0415 - loads the front ends
 
     try:
-        ServerTls.from_settings(settings)
+        return Security.read(settings)
     except ModelPlatformError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
@@ -536,13 +271,31 @@ def _command_names(cli: typer.Typer) -> list[str]:
 
 def _asks_for_plugin_command(args: list[str]) -> bool:
     """Whether the first word names no core command (only then are plugins imported)."""
-    word = next((arg for arg in args if not arg.startswith("-")), None)
+    word = _first_word(args)
     return word is not None and word not in _command_names(app)
 
 
+declare_serve_options()
+
+
+def _first_word(args: list[str]) -> str | None:
+    return next((arg for arg in args if not arg.startswith("-")), None)
+
+
 def main() -> None:
-    # Plugins load (with sanic, grpc, onnxruntime...) only for a command they may add:
-    # `platform version`, `platform --help` and every core command start without them.
-    if _asks_for_plugin_command(sys.argv[1:]):
+    # Plugins load (with sanic, grpc, onnxruntime...) only for a command they may add, and for
+    # `serve`, whose options they declare: `platform version`, `platform --help` and the other
+    # core commands start without them.
+    if _first_word(sys.argv[1:]) == "serve":
+        declare_serve_options(_installed_options())
+    elif _asks_for_plugin_command(sys.argv[1:]):
         _register_plugin_commands()
     app()
+
+
+def _installed_options() -> tuple[Declared, ...]:
+    try:
+        return options.installed_options()
+    except ModelPlatformError as error:  # two plugins declare one flag: nothing can be parsed
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(2) from None

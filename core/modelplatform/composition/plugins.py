@@ -92,9 +92,7 @@ def _unavailable_backends(manager: pluggy.PluginManager, name: str, settings: Se
 
 
 def _allowed(name: str, settings: Settings) -> bool:
-    if name in settings.disable_plugins:
-        return False
-    return not settings.plugins or name in settings.plugins
+    return settings.allows(name)
 
 
 def _check_allow_list(settings: Settings, infos: list[PluginInfo]) -> None:

@@ -30,11 +30,13 @@ from modelplatform.base.model_config import ModelConfig
 from modelplatform.base.settings import Settings
 from modelplatform.composition import shutdown
 from modelplatform.composition.plugins import PluginSet, build_plugin_manager, call_shutdown_hooks
-from modelplatform.dataplane.context import ServerContext
+from modelplatform.composition.security import Security
+from modelplatform.dataplane.context import ListenerContexts, ServerContext
 from modelplatform.dataplane.declarations import GrpcService, HttpDialect
 from modelplatform.dataplane.draining import Phase
 from modelplatform.dataplane.facade import DataPlane
 from modelplatform.frontends import cluster
+from modelplatform.frontends.gate import AccessGate
 from modelplatform.frontends.grpc_server import start_grpc_server
 from modelplatform.frontends.http import HttpFront
 from modelplatform.frontends.oneport import OnePort
@@ -68,6 +70,7 @@ def compose(
     extra_plugins: Sequence[object] = (),
     cluster_link: cluster.SiblingLink | None = None,
     remote: RepositorySource | None = None,
+    security: Security | None = None,
 ) -> Composition:
     """Collect every plugin's declarations once and freeze them.
 
@@ -75,7 +78,9 @@ def compose(
     unloads to the sibling workers and brings their statistics to the dataplane.
     ``remote`` (opened by the CLI, remote_repository.py) is the bucket that
     ``settings.model_repository`` mirrors: loads and polls fetch from it.
+    ``security``: the TLS files and key file read at start-up (read here when not given).
     """
+    security = security or Security.read(settings)  # before any port opens
     plugins = build_plugin_manager(settings, extra_plugins)
     hook = plugins.manager.hook
     backends = BackendRegistry(_flatten(hook.register_backends(settings=settings)))
@@ -101,8 +106,9 @@ def compose(
         dataplane=dataplane,
         broadcast=_broadcast(cluster_link),
     )
-    tls = ServerTls.from_settings(settings)  # files read and checked once, before any port opens
-    context.shared(ServerTls, lambda: tls)
+    context.shared(ServerTls, lambda: security.tls)  # the front ends' (frontends/tls.py server_tls)
+    context.shared(ListenerContexts, lambda: ListenerContexts(security.tls.ssl_context))  # the plugins'
+    context.shared(AccessGate, lambda: security.gate)
     context.shared(LatencyBuckets, lambda: models.latency_buckets)  # statistics.set_latency_buckets
     hook.configure(server=context)  # per-server set-up, before any port opens or model loads
     return Composition(context, plugins, models, remote)
@@ -284,10 +290,11 @@ async def serve(
     settings: Settings,
     worker: tuple[int, cluster.ClusterAddress] | None = None,
     remote: RepositorySource | None = None,
+    security: Security | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM, then drain (shutdown.py); ``worker`` (index, address) joins a cluster."""
     link = cluster.SiblingLink(worker[0], settings.workers) if worker is not None else None
-    server = RunningServer(compose(settings, cluster_link=link, remote=remote))
+    server = RunningServer(compose(settings, cluster_link=link, remote=remote, security=security))
     signals = shutdown.Signals(_signals_handled(worker is not None))
     tls = server_tls(server.context)
     if tls.listeners:
@@ -339,16 +346,17 @@ def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink)
     )
 
 
-def run(settings: Settings, remote: RepositorySource | None = None) -> None:
+def run(settings: Settings, remote: RepositorySource | None = None, security: Security | None = None) -> None:
     """Serve in this process, or supervise ``settings.workers`` worker processes.
 
     ``remote``: the bucket ``settings.model_repository`` mirrors. Each worker
     opens it again and attaches to the mirror the supervisor fetched.
+    ``security``: the files start-up read (each worker process reads its own).
     """
     if settings.workers > 1:
         supervisor = cluster.Supervisor(settings, run_worker)
         raise SystemExit(_run_loop(supervisor.run()))
-    _run_loop(serve(settings, remote=remote))
+    _run_loop(serve(settings, remote=remote, security=security))
 
 
 def run_worker(settings: Settings, index: int, address: cluster.ClusterAddress) -> None:

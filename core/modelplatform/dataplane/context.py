@@ -19,12 +19,23 @@ from modelplatform.base.broadcasting import Broadcast
 from modelplatform.base.codecs import CodecRegistry
 from modelplatform.base.settings import Settings
 from modelplatform.dataplane.facade import DataPlane
-from modelplatform.frontends.tls import server_tls
 
 if TYPE_CHECKING:
     from modelplatform.dataplane.declarations import GrpcService, HttpDialect
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerContexts:
+    """The context each listener serves TLS with (None: plain text), built once at start-up
+    by the composition, which registers it with :meth:`ServerContext.shared`."""
+
+    by_listener: Callable[[str], ssl.SSLContext | None]
+
+
+def _plain_text() -> ListenerContexts:
+    return ListenerContexts(lambda listener: None)
 
 
 class _SharedObjects:
@@ -63,7 +74,7 @@ class ServerContext:
         Give it to ``asyncio.start_server(ssl=...)``: certificates re-read on
         SIGHUP or when their files change reach the connections made after.
         """
-        return server_tls(self).ssl_context(listener)
+        return self.shared(ListenerContexts, _plain_text).by_listener(listener)
 
     def shared(self, kind: type[T], factory: Callable[[], T]) -> T:
         """The one ``kind`` object of this server, made by ``factory()`` on first use.

@@ -18,15 +18,20 @@ import structlog
 
 from modelplatform.base.access.categories import HEALTH
 from modelplatform.base.access.keys import ApiKey, KeyFile
-from modelplatform.base.access.restrictions import GRPC_KEY_PREFIX, Restrictions, grpc_value
+from modelplatform.base.access.restrictions import (
+    GRPC_KEY_PREFIX,
+    GRPC_RESTRICTED_FLAG,
+    HTTP_RESTRICTED_FLAG,
+    Restrictions,
+    grpc_groups,
+    grpc_value,
+    http_groups,
+)
 from modelplatform.base.access.scope import model_scope
 
 if TYPE_CHECKING:
     from modelplatform.base.settings import Settings
     from modelplatform.dataplane.context import ServerContext
-
-HTTP_RESTRICTED_FLAG = "--http-restricted-api"
-GRPC_RESTRICTED_FLAG = "--grpc-restricted-protocol"
 
 
 class DenialKind(enum.Enum):
@@ -167,20 +172,6 @@ def grpc_key(metadata: Mapping[str, str]) -> str:
     """``authorization: Bearer <key>`` metadata; "" when absent."""
     scheme, _, token = metadata.get("authorization", "").strip().partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
-
-
-def http_groups(settings: Settings) -> list[str]:
-    """The HTTP groups, with ``--repository-restrict key:value`` as one more (its old spelling)."""
-    return [*settings.http_restricted_api, *_repository_group(settings)]
-
-
-def grpc_groups(settings: Settings) -> list[str]:
-    return [*settings.grpc_restricted_protocol, *_repository_group(settings)]
-
-
-def _repository_group(settings: Settings) -> list[str]:
-    key, _, value = settings.repository_restrict.partition(":")
-    return [f"model-repository:{key.strip()}={value.strip()}"] if settings.repository_restrict else []
 
 
 #: Shared by every request without a key: entering it costs nothing.

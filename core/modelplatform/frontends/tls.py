@@ -1,8 +1,8 @@
 """TLS and mutual TLS for every listener, with certificates re-read without a restart.
 
-Each listener (``http``, ``grpc``, ``metrics``) has its own files
-(:func:`tls_files`; the metrics port follows the HTTP settings unless given
-its own). :class:`ListenerTls` holds one listener's latest good files, read
+Each listener (``http``, ``grpc``, and a plugin's own such as ``metrics``)
+has its own files (base/tls_settings.py: a plugin's listener follows the HTTP
+settings unless given its own). :class:`ListenerTls` holds one listener's latest good files, read
 into memory:
 
 - asyncio servers (Sanic, the fast lane, the metrics port) are given its
@@ -39,32 +39,20 @@ from typing import TYPE_CHECKING
 import structlog
 
 from modelplatform.base.errors import InvalidArgument
+from modelplatform.base.tls_settings import TlsFiles, any_tls, listeners, tls_files
 
 if TYPE_CHECKING:
     from modelplatform.base.settings import Settings
     from modelplatform.dataplane.context import ServerContext
 
+__all__ = ["ListenerTls", "ServerTls", "TlsFiles", "any_tls", "mode_of", "server_tls", "tls_files"]
+
 log = structlog.get_logger("modelplatform.frontends.tls")
 
-#: The listeners that may speak TLS, by the prefix of their settings.
-LISTENERS = ("http", "grpc", "metrics")
 #: How often the files are looked at for a change.
 POLL_SECS = 5.0
 #: The largest certificate, key or root file read (a mistaken path to a big file is refused).
 MAX_PEM_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class TlsFiles:
-    """One listener's PEM files; ``root`` (the CAs client certificates must chain to) under mutual TLS."""
-
-    cert: Path
-    key: Path
-    root: Path | None
-    mutual: bool
-
-    def paths(self) -> tuple[Path, ...]:
-        return (self.cert, self.key) if self.root is None else (self.cert, self.key, self.root)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,101 +62,6 @@ class Pem:
     cert: bytes
     key: bytes
     root: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Choice:
-    """A listener's TLS settings after the metrics port's fall-back to HTTP."""
-
-    on: bool
-    mutual: bool
-    cert: str
-    key: str
-    root: str
-
-
-def _choice(settings: Settings, listener: str) -> _Choice:
-    if listener == "metrics":
-        return _metrics_choice(settings)
-    mutual = bool(getattr(settings, f"{listener}_use_ssl_mutual"))
-    on = mutual or bool(getattr(settings, f"{listener}_use_ssl"))  # mutual implies TLS, as in Triton
-    files = (getattr(settings, f"{listener}_{name}") for name in ("server_cert", "server_key", "root_cert"))
-    return _Choice(on, mutual, *files)
-
-
-def _metrics_choice(settings: Settings) -> _Choice:
-    """Each metrics setting not given takes the HTTP one's value."""
-    http = _choice(settings, "http")
-    own_mutual, own_on = settings.metrics_use_ssl_mutual, settings.metrics_use_ssl
-    on = bool(own_mutual) or (http.on if own_on is None else own_on)
-    mutual = (http.mutual if own_mutual is None else own_mutual) and on
-    return _Choice(
-        on,
-        mutual,
-        settings.metrics_server_cert or http.cert,
-        settings.metrics_server_key or http.key,
-        settings.metrics_root_cert or http.root,
-    )
-
-
-def tls_files(settings: Settings, listener: str) -> TlsFiles | None:
-    """The files ``listener`` serves TLS with, or None when it speaks plain text."""
-    choice = _choice(settings, listener)
-    if not choice.on:
-        return None
-    return TlsFiles(
-        Path(choice.cert), Path(choice.key), Path(choice.root) if choice.mutual else None, choice.mutual
-    )
-
-
-def any_tls(settings: Settings) -> bool:
-    """Whether any listener serves TLS (then SIGHUP re-reads the files instead of ending the process)."""
-    return any(tls_files(settings, listener) is not None for listener in LISTENERS)
-
-
-def check_settings(settings: Settings) -> None:
-    """Refuse TLS settings that cannot work, naming the setting; the files are not parsed here."""
-    if settings.single_port and any(_choice(settings, name).on for name in ("http", "grpc")):
-        # The one port would have to offer h2 by ALPN inside TLS; platforms that allow one
-        # port only (Knative) end TLS at their ingress, so the two are not combined.
-        raise InvalidArgument(
-            "single_port serves plain text only: it cannot be combined with http_use_ssl or grpc_use_ssl"
-        )
-    for listener in LISTENERS:
-        choice = _choice(settings, listener)
-        _check_own_files_used(settings, listener, choice)
-        if not choice.on:
-            continue
-        needed = {"server_cert": choice.cert, "server_key": choice.key}
-        if choice.mutual:
-            needed["root_cert"] = choice.root
-        for name, path in needed.items():
-            if not path:
-                mode = "use_ssl_mutual" if name == "root_cert" else "use_ssl"
-                fallback = f" (or http_{name})" if listener == "metrics" else ""
-                raise InvalidArgument(f"{listener}_{mode} needs {listener}_{name}{fallback}: a PEM file")
-            _check_readable(f"{listener}_{name}", path)
-
-
-def _check_own_files_used(settings: Settings, listener: str, choice: _Choice) -> None:
-    """A file given for a listener that will not read it is a mistake, never silently plain text."""
-    for name in ("server_cert", "server_key", "root_cert"):
-        if not getattr(settings, f"{listener}_{name}"):
-            continue
-        if not choice.on:
-            raise InvalidArgument(
-                f"{listener}_{name} is set but {listener} TLS is off (set {listener}_use_ssl)"
-            )
-        if name == "root_cert" and not choice.mutual:
-            raise InvalidArgument(f"{listener}_root_cert is read only with {listener}_use_ssl_mutual")
-
-
-def _check_readable(setting: str, path: str) -> None:
-    file = Path(path)
-    if not file.is_file():
-        raise InvalidArgument(f"{setting} {path}: no such file")
-    if not os.access(file, os.R_OK):
-        raise InvalidArgument(f"{setting} {path}: cannot be read")
 
 
 def read_pem(files: TlsFiles) -> Pem:
@@ -296,16 +189,16 @@ class ServerTls:
     @classmethod
     def from_settings(cls, settings: Settings) -> ServerTls:
         """Read and check every listener's files now; raises :class:`InvalidArgument` naming the bad one."""
-        listeners = {}
-        for name in LISTENERS:
+        by_name = {}
+        for name in listeners(settings):
             files = tls_files(settings, name)
             if files is None:
                 continue
             try:
-                listeners[name] = ListenerTls(name, files)
+                by_name[name] = ListenerTls(name, files)
             except InvalidArgument as error:
                 raise InvalidArgument(f"{name} TLS: {error.message}") from None
-        return cls(listeners)
+        return cls(by_name)
 
     def listener(self, name: str) -> ListenerTls | None:
         return self.listeners.get(name)

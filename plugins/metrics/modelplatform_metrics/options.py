@@ -1,11 +1,20 @@
-"""The metrics settings as the plugin reads them: Triton's flags and ``--metrics-config``."""
+"""The metrics plugin's options (Triton's flags and ``--metrics-config``), declared and read.
+
+Declared once in :data:`OPTIONS` (``register_options``): each keeps its
+top-level name (``--metrics-port``, ``MODELPLATFORM_METRICS_PORT``,
+``metrics_port = 8002``) from before options moved into plugins.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from modelplatform import InvalidArgument, Settings
+from modelplatform import InvalidArgument, Option, Settings, tls_options
 from modelplatform.statistics import DEFAULT_LATENCY_BUCKETS_US, checked_buckets
+
+PLUGIN = "metrics"
 
 #: ``--metrics-config`` keys understood, with what they switch.
 KNOWN_KEYS = {
@@ -15,6 +24,42 @@ KNOWN_KEYS = {
 }
 #: The longest ``histogram_buckets_us`` value read (a bound on what an operator may type).
 MAX_BUCKETS_TEXT = 1024
+
+
+def _check_port(port: int) -> None:
+    if not 0 <= port <= 65535:
+        raise InvalidArgument("metrics_port must be between 0 and 65535")
+
+
+def _check_interval(interval_ms: int) -> None:
+    if not 1 <= interval_ms <= 3_600_000:
+        raise InvalidArgument("metrics_interval_ms must be between 1 and 3600000")
+
+
+def _check_pairs(pairs: tuple[str, ...]) -> None:
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            raise InvalidArgument(f"metrics_config entry {pair!r} is not 'key=value'")
+
+
+OPTIONS = (
+    Option("allow_metrics", bool, True, top_level=True,
+           help="Serve Prometheus metrics on the metrics port and at /metrics (default on)."),
+    Option("metrics_port", int, 8002, "Metrics port (default 8002).", _check_port, top_level=True),
+    Option("metrics_address", str, "", "Address of the metrics port (default: the HTTP address).",
+           top_level=True),
+    Option("metrics_interval_ms", int, 2000, "How often CPU, memory and GPU gauges are sampled "
+           "(default 2000).", _check_interval, top_level=True),
+    Option("metrics_config", tuple, (), "Metrics option, e.g. counter_latencies=false (repeatable).",
+           _check_pairs, top_level=True, metavar="<key=value>"),
+    *tls_options(PLUGIN),
+)  # fmt: skip
+
+
+def option_values(settings: Settings) -> Mapping[str, Any]:
+    """The declared options' values: defaults under what the settings give."""
+    return {**{option.name: option.default for option in OPTIONS}, **settings.options_for(PLUGIN)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +76,13 @@ class MetricsOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MetricsOptions:
-        config = _parse(settings.metrics_config)
+        values = option_values(settings)
+        config = _parse(values["metrics_config"])
         return cls(
-            allowed=settings.allow_metrics,
-            address=settings.metrics_address or settings.host,
-            port=settings.metrics_port,
-            interval_s=settings.metrics_interval_ms / 1000,
+            allowed=values["allow_metrics"],
+            address=values["metrics_address"] or settings.host,
+            port=values["metrics_port"],
+            interval_s=values["metrics_interval_ms"] / 1000,
             counter_latencies=_flag(config, "counter_latencies", True),
             histogram_latencies=_flag(config, "histogram_latencies", True),
             latency_buckets_us=_buckets(config.get("histogram_buckets_us")),

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from modelplatform import HttpDialect, ServerContext, Settings, hookimpl
+from collections.abc import Sequence
+
+from modelplatform import HttpDialect, Option, ServerContext, Settings, hookimpl
 from modelplatform.statistics import set_latency_buckets
 
 from .live_routes import DIALECT as LIVE_DIALECT
 from .live_routes import board_of, live_routes
-from .options import MetricsOptions
+from .options import OPTIONS, MetricsOptions
 from .routes import DIALECT, PATH, error_status, metrics_routes, service_of
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
 
 
 @hookimpl
@@ -30,12 +37,12 @@ def configure(server: ServerContext) -> None:
 @hookimpl
 async def startup(server: ServerContext) -> None:
     await board_of(server).start()
-    if server.settings.allow_metrics:
+    if MetricsOptions.from_settings(server.settings).allowed:
         await service_of(server).start(server.ssl_context("metrics"))
 
 
 @hookimpl
 async def shutdown(server: ServerContext) -> None:
-    if server.settings.allow_metrics:
+    if MetricsOptions.from_settings(server.settings).allowed:
         await service_of(server).stop()
     await board_of(server).stop()

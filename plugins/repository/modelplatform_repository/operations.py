@@ -16,6 +16,7 @@ import structlog
 from modelplatform import IndexEntry, InvalidArgument, PermissionDenied, ServerContext, Unsupported
 
 from .access import check_control_mode
+from .options import RepositoryOptions
 from .uploads import write_model_folder
 
 log = structlog.get_logger("modelplatform_repository")
@@ -32,7 +33,7 @@ class RepositoryOperations:
         settings = context.settings
         self.dataplane = context.dataplane
         self.mode = settings.model_control_mode
-        self.allow_upload = settings.allow_file_upload
+        self.allow_upload = RepositoryOptions.from_settings(settings).allow_file_upload
         self.repository_name = settings.model_repository.resolve().name
 
     def check_repository(self, name: str) -> None:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from modelplatform import GrpcService, HttpDialect, Settings, hookimpl
+from collections.abc import Sequence
+
+from modelplatform import GrpcService, HttpDialect, Option, Settings, hookimpl
 from modelplatform_oip.api import http_status
 
 from . import rest, rpc
+from .options import OPTIONS
 
 EXTENSIONS = ("model_repository", "model_repository(unload_dependents)")
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
 
 
 @hookimpl

@@ -12,14 +12,16 @@ in one process never share regions.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
-from modelplatform import Codec, GrpcService, HttpDialect, ServerContext, Settings, hookimpl
+from modelplatform import Codec, GrpcService, HttpDialect, Option, ServerContext, Settings, hookimpl
 from modelplatform_oip.api import REGION_CODEC, REGIONS_DIALECT, http_status
 
 from . import cuda, rest, rpc
 from .codec import SharedMemoryCodec
 from .operations import SharedMemoryOperations
+from .options import OPTIONS, SharedMemoryOptions
 from .registry import RegionRegistry
 
 
@@ -29,13 +31,14 @@ class SharedMemory:
     def __init__(self, context: ServerContext) -> None:
         settings = context.settings
         self.settings = settings
+        self.options = SharedMemoryOptions.from_settings(settings)
         codec = context.codecs.get(REGIONS_DIALECT, REGION_CODEC)
         # While client shared memory is allowed, this server's codec holds its registry.
         if isinstance(codec, SharedMemoryCodec):
             self.registry = codec.registry
         else:
-            self.registry = RegionRegistry(settings.max_shm_regions)
-        self.operations = SharedMemoryOperations(self.registry, settings.allow_client_shm, _gpu(settings))
+            self.registry = RegionRegistry(self.options.max_shm_regions)
+        self.operations = SharedMemoryOperations(self.registry, self.options.allow_client_shm, _gpu(settings))
 
 
 def state_of(context: ServerContext) -> SharedMemory:
@@ -49,21 +52,31 @@ def _cuda_support() -> cuda.CudaSupport | None:
     return cuda.probe()
 
 
+def _allowed(settings: Settings) -> bool:
+    return SharedMemoryOptions.from_settings(settings).allow_client_shm
+
+
 def _gpu(settings: Settings) -> cuda.CudaSupport | None:
-    return _cuda_support() if settings.allow_client_shm else None
+    return _cuda_support() if _allowed(settings) else None
 
 
 def _extensions(settings: Settings) -> tuple[str, ...]:
-    if not settings.allow_client_shm:
+    if not _allowed(settings):
         return ()
     return ("system_shared_memory",) + (("cuda_shared_memory",) if _gpu(settings) else ())
 
 
 @hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
+
+
+@hookimpl
 def register_codecs(settings: Settings) -> list[Codec]:
-    if not settings.allow_client_shm:
+    options = SharedMemoryOptions.from_settings(settings)
+    if not options.allow_client_shm:
         return []
-    return [SharedMemoryCodec(RegionRegistry(settings.max_shm_regions))]
+    return [SharedMemoryCodec(RegionRegistry(options.max_shm_regions))]
 
 
 @hookimpl

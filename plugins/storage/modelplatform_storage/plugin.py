@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
-from modelplatform import RepositorySource, Settings, hookimpl
+from modelplatform import Option, RepositorySource, Settings, hookimpl
 
 from .locations import parse
+from .options import OPTIONS, PLUGIN
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
 
 
 @hookimpl
@@ -16,5 +23,5 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
         return None  # not s3://, gs:// or as://: another plugin's scheme
     from .cache import existing_mirror, open_mirror  # noqa: PLC0415 - fsspec only when used
 
-    options = settings.options_for("storage")
+    options = settings.options_for(PLUGIN)
     return open_mirror(where, os.environ, existing_mirror(settings.model_repository), options)

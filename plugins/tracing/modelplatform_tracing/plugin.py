@@ -7,13 +7,21 @@ served whenever the plugin is loaded, and advertised as ``trace``.
 
 from __future__ import annotations
 
-from modelplatform import GrpcService, HttpDialect, ServerContext, Settings, hookimpl
+from collections.abc import Sequence
+
+from modelplatform import GrpcService, HttpDialect, Option, ServerContext, Settings, hookimpl
 from modelplatform_oip.api import http_status
 
 from . import rest, rpc
+from .options import OPTIONS
 from .tracing import tracing_of
 
 EXTENSIONS = ("trace",)
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
 
 
 @hookimpl

@@ -13,6 +13,7 @@ import structlog
 
 from modelplatform import ServerContext
 
+from .options import TracingOptions
 from .settings import Changes, TraceSetting, TraceSettings
 from .spans import SpanWriter
 
@@ -24,9 +25,9 @@ TOPIC = "trace"
 
 class Tracing:
     def __init__(self, context: ServerContext) -> None:
-        settings = context.settings
-        self.endpoint = settings.trace_otlp_endpoint
-        default = TraceSetting(("TIMESTAMPS",) if self.endpoint else (), settings.trace_rate, -1)
+        options = TracingOptions.from_settings(context.settings)
+        self.endpoint, self.rate = options.trace_otlp_endpoint, options.trace_rate
+        default = TraceSetting(("TIMESTAMPS",) if self.endpoint else (), self.rate, -1)
         self.settings = TraceSettings(default, bool(self.endpoint), self._switch)
         self._context = context
         self._writer: SpanWriter | None = None
@@ -46,7 +47,7 @@ class Tracing:
             return
         self._writer = SpanWriter(self.endpoint, self.settings, self._context.dataplane.server_name)
         self._switch(self.settings.on)
-        log.info("tracing_started", endpoint=self.endpoint, rate=self._context.settings.trace_rate)
+        log.info("tracing_started", endpoint=self.endpoint, rate=self.rate)
 
     async def stop(self) -> None:
         writer, self._writer = self._writer, None

@@ -143,7 +143,12 @@ def repository(tmp_path):
 
 
 def _settings(root) -> Settings:
-    return Settings(model_repository=root, http_port=0, grpc_port=0, metrics_port=0, allow_metrics=False)
+    return Settings(
+        model_repository=root,
+        http_port=0,
+        grpc_port=0,
+        plugin_options={"metrics": {"metrics_port": 0, "allow_metrics": False}},
+    )
 
 
 def _count(model: str, count: int) -> InferenceRequest:

@@ -11,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from modelplatform.base.access.categories import CATEGORIES, unknown_categories
 from modelplatform.base.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from modelplatform.base.settings import Settings
+
+HTTP_RESTRICTED_FLAG = "--http-restricted-api"
+GRPC_RESTRICTED_FLAG = "--grpc-restricted-protocol"
 
 #: Triton's gRPC metadata for a restricted protocol's key is ``triton-grpc-protocol-<key>``.
 GRPC_KEY_PREFIX = "triton-grpc-protocol-"
@@ -71,3 +78,17 @@ def grpc_value(metadata: Mapping[str, str], key: str) -> str | None:
     """The value a gRPC call carries for ``key``: Triton's prefixed name, else the bare one."""
     value = metadata.get(GRPC_KEY_PREFIX + key)
     return metadata.get(key) if value is None else value
+
+
+def http_groups(settings: Settings) -> list[str]:
+    """The HTTP groups, with ``--repository-restrict key:value`` as one more (its old spelling)."""
+    return [*settings.http_restricted_api, *_repository_group(settings)]
+
+
+def grpc_groups(settings: Settings) -> list[str]:
+    return [*settings.grpc_restricted_protocol, *_repository_group(settings)]
+
+
+def _repository_group(settings: Settings) -> list[str]:
+    key, _, value = settings.repository_restrict.partition(":")
+    return [f"model-repository:{key.strip()}={value.strip()}"] if settings.repository_restrict else []
