@@ -174,7 +174,7 @@ class ModelConfig:
 
         A config built by hand (tests, placeholders) has no document: only its name.
         """
-        data = copy.deepcopy(self.document) if self.document else {"name": self.name}
+        data: dict[str, Any] = copy.deepcopy(self.document) if self.document else {"name": self.name}
         data.setdefault("model_transaction_policy", {"decoupled": False})
         data.setdefault("response_cache", {"enable": False})
         return data

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import pluggy
 import typer
@@ -440,7 +440,7 @@ def _backend_of(model_dir: Path) -> str:
     return proto.backend or proto.platform or "(from files)"
 
 
-def _settings(config: Path | None, overrides: dict) -> Settings:
+def _settings(config: Path | None, overrides: dict[str, Any]) -> Settings:
     try:
         return settings_module.resolve(config, overrides=overrides)
     except ModelPlatformError as error:

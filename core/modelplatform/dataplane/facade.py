@@ -31,6 +31,7 @@ from modelplatform.dataplane.draining import Drain, ServerShuttingDown
 from modelplatform.models import IndexEntry, LoadOverride, ModelManager, ModelVersion
 from modelplatform.models.backend import RawResponse
 from modelplatform.models.stats import ModelStats
+from modelplatform.models.streams import closing_stream
 
 #: A load's replacement configuration: Triton's JSON form, as a document or its text.
 ConfigJson = Mapping[str, Any] | str
@@ -288,7 +289,7 @@ class DataPlane:
                 if stats is not None:  # the client left: Triton's CANCELED, nothing to log
                     stats.record_failure(time.perf_counter_ns() - started, "CANCELED")
                 raise
-            failure = ServerShuttingDown()
+            failure: ModelPlatformError = ServerShuttingDown()
             record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
             raise failure from None
         except ModelPlatformError as error:
@@ -341,7 +342,7 @@ class DataPlane:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 model.rules.check(request)
                 # aclosing: a consumer that stops early stops the backend now, not at GC.
-                async with contextlib.aclosing(call.instance.stream(request)) as responses:
+                async with closing_stream(call.instance.stream(request)) as responses:
                     async for response in responses:
                         yield _finish(response, request, model)
             call.succeeded()

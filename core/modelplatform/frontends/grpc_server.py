@@ -250,7 +250,7 @@ def _method_table(generic: Any) -> tuple[str, dict[str, grpc.RpcMethodHandler]] 
     return service, {key[len(prefix) :]: handler for key, handler in table.items()}
 
 
-class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
+class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpcio has no types: its base is Any
     """A generic handler whose answers are wrapped (once per method, then reused)."""
 
     def __init__(

@@ -18,12 +18,13 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    Limits,
     ServerContext,
     check_model_access,
     counted_in_call,
 )
 
-from .converter import Limits, Payload, to_request
+from .converter import Payload, to_request
 from .dag import Dag
 from .models import choose_model
 from .monitor import Monitor
@@ -107,7 +108,7 @@ class GrpsRuntime:
         try:
             yield responses
         finally:
-            await responses.aclose()  # type: ignore[attr-defined]
+            await responses.aclose()
 
 
 class DagRequest(InferenceRequest):

@@ -13,6 +13,7 @@ client hears this worker's refusal), then on every sibling before the answer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,12 +58,13 @@ class SharedMemoryOperations:
 
     def _apply_published(self, change: dict[str, Any]) -> None:
         operation, arguments = change["operation"], change["arguments"]
-        {
+        apply: dict[str, Callable[..., None]] = {
             "register_system": self._register_system,
             "unregister_system": self._unregister_system,
             "register_cuda": self._register_cuda,
             "unregister_cuda": self._unregister_cuda,
-        }[operation](*arguments)
+        }
+        apply[operation](*arguments)
 
     async def _everywhere(self, operation: str, *arguments: Any) -> None:
         await self.broadcast.publish(TOPIC, {"operation": operation, "arguments": list(arguments)})

@@ -35,7 +35,7 @@ async def send_reply(request: Request, reply: HttpReply) -> HTTPResponse | None:
     response = await request.respond(status=reply.status, headers=headers, content_type=reply.content_type)
     for part in parts:
         if len(part):
-            await response.send(part)  # type: ignore[arg-type]
+            await response.send(part)
     return None
 
 

@@ -21,7 +21,7 @@ _KNOWN = frozenset({"", SERVICE})
 _Status = health_pb2.HealthCheckResponse
 
 
-class Health(health_pb2_grpc.HealthServicer):
+class Health(health_pb2_grpc.HealthServicer):  # type: ignore[misc]  # grpc_health has no types: its base is Any
     def __init__(self, dataplane: DataPlane) -> None:
         self.dataplane = dataplane
 
