@@ -92,7 +92,7 @@ _GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
 
 def __getattr__(name: str) -> Any:
     if name in _GRPC_NAMES:
-        from modelplatform.frontends import grpc_server  # noqa: PLC0415 - grpc only for plugins that serve gRPC
+        from modelplatform.frontends import grpc_server  # grpc only for plugins that serve gRPC
 
         return getattr(grpc_server, name)
     raise AttributeError(f"module 'modelplatform' has no attribute '{name}'")

@@ -261,7 +261,7 @@ def _check(settings: Settings) -> None:
 
 def _check_access(settings: Settings) -> None:
     """Restrictions parse and keep each category in one group; the key file loads (exit 2 if not)."""
-    from modelplatform.frontends.gate import AccessGate  # noqa: PLC0415 - access imports settings' neutral errors only
+    from modelplatform.frontends.gate import AccessGate  # access imports settings' neutral errors only
 
     AccessGate.from_settings(settings)
 

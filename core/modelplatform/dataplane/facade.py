@@ -283,7 +283,7 @@ class DataPlane:
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
             scheduled = True
-            response = await model.scheduler.submit(request)  # type: ignore[union-attr]
+            response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
         except asyncio.CancelledError:
             if not self.drain.ended(task):
                 if stats is not None:  # the client left: Triton's CANCELED, nothing to log
@@ -304,7 +304,7 @@ class DataPlane:
             model.leave()
             self.drain.leave(task)
         rows = request.inputs[0].shape[0] if model.config.batching else 1
-        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
+        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # the hot path keeps one check: stats exist once READY
         return _finish(response, request, model)
 
     def count_refused(self, name: str, protocol: str = "") -> None:
@@ -421,7 +421,7 @@ def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:
     found = [v for v in versions if v.stats is not None]
     for version in found:
         version.stats.pending = version.in_flight  # type: ignore[union-attr]  # a gauge, read now
-    return [v.stats for v in found]  # type: ignore[misc]
+    return [v.stats for v in found]  # type: ignore[misc]  # found holds only versions with stats
 
 
 def _platform(config: ModelConfig) -> str:

@@ -88,7 +88,7 @@ def grpc_guard(
                 return await handler(*args, **kwargs)
         except grpc.aio.AbortError:
             raise
-        except Exception as error:  # noqa: BLE001 - becomes a status, never a traceback
+        except Exception as error:  # becomes a status, never a traceback
             code, message = _failure_status(error, method, internal_prefix)
             await context.abort(code, message)
             raise  # not reached: abort ends the call by raising

@@ -76,7 +76,7 @@ def set_latency_buckets(bounds_us: Sequence[int]) -> None:
     Called once at start-up, before models load (the metrics plugin does,
     from ``--metrics-config histogram_buckets_us=...``); see :func:`checked_buckets`.
     """
-    global _latency_buckets_us
+    global _latency_buckets_us  # noqa: PLW0603 - process-wide today; issue 27 point 4 makes it per server
     _latency_buckets_us = checked_buckets(bounds_us)
 
 

@@ -255,12 +255,12 @@ class _TimedStream:
     async def read(self) -> bytes | None:
         stream = self._request.stream
         if self._limit_s is None:
-            return await stream.read()  # type: ignore[union-attr]
+            return await stream.read()  # type: ignore[union-attr]  # a request with a body has a stream
         # Measured from the last byte, not from this call: bytes the fast lane held count.
         left = self._limit_s - seconds_silent(self._request)
         try:
             async with asyncio.timeout(max(0.0, left)):
-                return await stream.read()  # type: ignore[union-attr]
+                return await stream.read()  # type: ignore[union-attr]  # a request with a body has a stream
         except TimeoutError:
             raise RequestTimeout("Request Timeout") from None
 
