@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,3 +79,16 @@ def f():  # noqa: E731 -
 
 def test_the_scan_catches_every_planted_unexplained_suppression() -> None:
     assert [line for line, _ in unexplained(PLANTED)] == [2, 3, 5, 6, 8]
+
+
+def test_mypy_checks_every_plugin() -> None:
+    """A new plugin folder is type-checked too: pyproject names each in mypy's files and path."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    roots = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+    packages = {
+        f"plugins/{root.name}/{package.parent.name}"
+        for root in roots
+        for package in root.glob("*/__init__.py")
+    }
+    assert packages and packages <= set(config["files"])
+    assert {f"plugins/{root.name}" for root in roots} <= set(config["mypy_path"].split(":"))
