@@ -11,8 +11,15 @@ SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/py
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
 
-test: $(STAMP) perf-analyzer chromium prometheus
+test: lint $(STAMP) perf-analyzer chromium prometheus
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+
+# ruff's lint rules, ruff's formatting and mypy over core and every plugin (the rules and the
+# strictness: pyproject.toml, CONTRIBUTING.md "Lint and types"); `make test` runs it first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test-gpu: $(STAMP)
 	$(BIN)/pip install -q -r requirements/gpu.txt

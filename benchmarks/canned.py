@@ -41,7 +41,7 @@ class CannedHttp(asyncio.Protocol):
         self.body: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # asyncio types it BaseTransport; a TCP server's is a Transport
 
     def data_received(self, data: bytes) -> None:
         self.parser.feed_data(data)
@@ -65,7 +65,7 @@ class CannedHttp(asyncio.Protocol):
         else:
             payload, headers = self.captured.get(path, b""), b"Content-Type: application/json\r\n"
         status = b"200 OK" if payload or path.startswith("/v2/health") else b"404 Not Found"
-        self.transport.write(  # type: ignore[attr-defined]
+        self.transport.write(  # type: ignore[attr-defined]  # a TCP server's transport (connection_made) writes
             b"HTTP/1.1 "
             + status
             + b"\r\n"

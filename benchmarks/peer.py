@@ -83,7 +83,7 @@ class TritonPeer:
             "--allow-gpu-metrics=false",
             "--log-verbose=0",
         ]
-        self.log = open(self.runtime / "tritonserver.log", "w")  # noqa: SIM115 - closed in stop()
+        self.log = open(self.runtime / "tritonserver.log", "w")  # closed in stop()
         self.process = subprocess.Popen(
             command, stdout=self.log, stderr=subprocess.STDOUT, env=_peer_env(tree)
         )

@@ -127,7 +127,7 @@ async def _per_call(call: Callable[[], Any]) -> float:
 
 
 def client_rows(root: Path) -> list[dict[str, Any]]:
-    import tritonclient.http as httpclient  # noqa: PLC0415 - only these rows need it
+    import tritonclient.http as httpclient  # only these rows need it
 
     a = np.arange(16, dtype=np.int32).reshape(1, 16)
     inputs = _pair(httpclient, a, a)

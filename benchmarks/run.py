@@ -146,7 +146,7 @@ def capture(server: ServerProcess, models: set[str], folder: Path) -> None:
     """What the canned servers answer before inference: bytes from the real server."""
     captured: dict[str, str] = {}
     outputs: dict[str, list[str]] = {}
-    get = lambda path: urllib.request.urlopen(f"http://{server.http_url}{path}", timeout=10).read()  # noqa: E731
+    get = lambda path: urllib.request.urlopen(f"http://{server.http_url}{path}", timeout=10).read()  # noqa: E731 - a one-line helper, local to this function
     # The ceiling keeps no statistics, so it must not advertise them.
     server_metadata = json.loads(get("/v2"))
     server_metadata["extensions"] = [e for e in server_metadata["extensions"] if e != "statistics"]
@@ -431,7 +431,7 @@ def _on_off_rows(label: str, pairs: list[tuple[float, float]], repeat: int) -> l
 def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
     """A CA and a server certificate for localhost, made for this run (the tests' helper)."""
     sys.path.insert(0, str(ROOT))
-    from tests.e2e.tls_certs import Authority  # noqa: PLC0415 - only the tls rows need cryptography
+    from tests.e2e.tls_certs import Authority  # only the tls rows need cryptography
 
     authority = Authority("bench CA")
     ca, cert, key = folder / "ca.pem", folder / "server.crt", folder / "server.key"

@@ -48,7 +48,7 @@ def oip_json_bodies() -> dict[str, list[dict[str, Any]]]:
                     _oip_tensor("INPUT1", "BYTES", [1, 16], text),
                 ]
             }
-        ],  # fmt: skip
+        ],
         "simple_onnx": [
             {
                 "inputs": [
@@ -56,13 +56,13 @@ def oip_json_bodies() -> dict[str, list[dict[str, Any]]]:
                     _oip_tensor("INPUT1", "FP32", [1, 16], floats),
                 ]
             }
-        ],  # fmt: skip
+        ],
         "identity_fp32": [{"inputs": [_oip_tensor("INPUT0", "FP32", [3], [1.5, -2.0, 1e30])]}],
         "identity_fp16": [{"inputs": [_oip_tensor("INPUT0", "FP16", [2], [0.5, 65504.0])]}],
         "identity_bytes": [
             {"inputs": [_oip_tensor("INPUT0", "BYTES", [2], ["hello", "wörld"])]},
             {"inputs": [_oip_tensor("INPUT0", "BYTES", [1], [{"b64": "AAEC"}])]},
-        ],  # fmt: skip
+        ],
         "saved_model_half_plus_three": [
             {"inputs": [_oip_tensor("x", "FP32", [3], [1.0, 2.0, 5.0])], "parameters": {"timeout": 5000000}}
         ],
@@ -78,7 +78,7 @@ def oip_binary_requests() -> dict[str, list[tuple[dict[str, Any], bytes]]]:
     """(JSON header, binary tail) pairs, by model; the header's ``binary_data_size`` names the tail's parts."""
     ints = np.arange(16, dtype=np.int32).reshape(1, 16).tobytes()
     text = bytes_elements([str(i).encode() for i in SIXTEEN])
-    sized = lambda name, dt, shape, size: {"name": name, "datatype": dt, "shape": shape,  # noqa: E731
+    sized = lambda name, dt, shape, size: {"name": name, "datatype": dt, "shape": shape,  # noqa: E731 - a one-line helper, local to this function
                                            "parameters": {"binary_data_size": size}}  # fmt: skip
     return {
         "simple": [
@@ -89,7 +89,7 @@ def oip_binary_requests() -> dict[str, list[tuple[dict[str, Any], bytes]]]:
                 },
                 ints + ints,
             )
-        ],  # fmt: skip
+        ],
         "simple_string": [
             (
                 {
@@ -101,7 +101,7 @@ def oip_binary_requests() -> dict[str, list[tuple[dict[str, Any], bytes]]]:
                 },
                 text + text,
             )
-        ],  # fmt: skip
+        ],
         "identity_bytes": [
             ({"inputs": [sized("INPUT0", "BYTES", [2], 13)]}, bytes_elements([b"abc", b"\x00\xff"]))
         ],
@@ -112,7 +112,7 @@ def oip_binary_requests() -> dict[str, list[tuple[dict[str, Any], bytes]]]:
             (
                 {"inputs": [sized("x", "FP32", [2], 8), _oip_tensor("x2", "FP32", [1], [1.0])]},
                 np.array([1, 2], np.float32).tobytes(),
-            )  # fmt: skip
+            )
         ],
     }
 
@@ -255,7 +255,7 @@ def repository_load_bodies() -> list[dict[str, Any]]:
                 "config": orjson.dumps(uploaded).decode(),
                 "file:1/model.py": base64.b64encode(PYTHON_MODEL).decode(),
             }
-        },  # fmt: skip
+        },
         {},
     ]
 

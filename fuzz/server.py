@@ -232,7 +232,7 @@ def _text(body: Any) -> str:
 async def _drain(reply: HttpReply) -> None:
     """A streamed answer fails while it is sent: read it to the end."""
     if reply.streamed:
-        async for _ in reply.body:  # type: ignore[union-attr]
+        async for _ in reply.body:  # type: ignore[union-attr]  # reply.streamed: an async iterator
             pass
 
 

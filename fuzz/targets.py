@@ -211,20 +211,20 @@ TARGETS: dict[str, Target] = {
             "OIP REST infer, binary extension (header length, binary_data_size, BYTES length prefixes)",
             _oip_binary_seeds,
             _oip_binary,
-        ),  # fmt: skip
+        ),
         Target("oip-grpc", "OIP gRPC ModelInfer, typed and raw contents", _oip_grpc_seeds, _oip_grpc),
         Target(
             "tfserving-json",
             "TF Serving REST predict/classify/regress (row, columnar, b64)",
             _tfserving_json_seeds,
             _tfserving_json,
-        ),  # fmt: skip
+        ),
         Target(
             "tfserving-grpc",
             "TF Serving gRPC Predict (TensorProto), Classify, Regress",
             _tfserving_grpc_seeds,
             _tfserving_grpc,
-        ),  # fmt: skip
+        ),
         Target(
             "grps-json", "grps REST predict (gtensors, ndarray, str_data, gmap)", _grps_json_seeds, _grps_json
         ),
@@ -236,7 +236,7 @@ TARGETS: dict[str, Target] = {
             "repository load/unload bodies (config override, file: parameters)",
             _repository_seeds,
             _repository,
-        ),  # fmt: skip
+        ),
         Target("config-pbtxt", "config.pbtxt text format -> ModelConfig", seeds.config_texts, _config_pbtxt),
     )
 }

@@ -27,7 +27,7 @@ def server() -> Iterator[ServerProcess]:
 @pytest.fixture(scope="module")
 def s3() -> Iterator[MotoServer]:
     """A real S3-compatible server (moto), one per test module that asks for it."""
-    from tests.plugins.storage.s3_server import MotoServer  # noqa: PLC0415 - boto3 only when used
+    from tests.plugins.storage.s3_server import MotoServer  # boto3 only when used
 
     with MotoServer() as server:
         yield server

@@ -12,7 +12,7 @@ from modelplatform.composition.options import installed_options
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-import options_reference  # noqa: E402 - a script beside the tests, found through the path above
+import options_reference  # a script beside the tests, found through the path above
 
 PAGE = (ROOT / "docs" / "configuration.md").read_text()
 DECLARED = (*CORE_OPTIONS, *installed_options())

@@ -91,7 +91,7 @@ class Drivers:
             reader.start()
 
     def _read(self, family: str, process: subprocess.Popen[str]) -> None:
-        for line in process.stdout:  # type: ignore[union-attr]
+        for line in process.stdout:  # type: ignore[union-attr]  # started with stdout=PIPE, so it is set
             piece = json.loads(line)
             with self.lock:
                 self.total.merge(piece)

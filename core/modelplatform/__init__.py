@@ -71,11 +71,12 @@ from modelplatform.dataplane.declarations import (
     HttpRequest,
     HttpRoute,
 )
-from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
+from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata
 from modelplatform.frontends.gate import HeaderCheck, header_check
 from modelplatform.models import IndexEntry
 from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse, ServerCalls
 from modelplatform.models.remote_repository import RepositorySource
+from modelplatform.models.views import VersionInfo
 
 if TYPE_CHECKING:
     from modelplatform.frontends.grpc_server import grpc_guard, grpc_status
@@ -86,7 +87,7 @@ _GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
 
 def __getattr__(name: str) -> Any:
     if name in _GRPC_NAMES:
-        from modelplatform.frontends import grpc_server  # noqa: PLC0415 - grpc only for plugins that serve gRPC
+        from modelplatform.frontends import grpc_server  # grpc only for plugins that serve gRPC
 
         return getattr(grpc_server, name)
     raise AttributeError(f"module 'modelplatform' has no attribute '{name}'")

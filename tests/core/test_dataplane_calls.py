@@ -58,7 +58,7 @@ class RawCallsBackend(Backend):
             raise RuntimeError("broken chunk")
         yield b"b"
 
-    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]  # a generator where Backend says AsyncIterator
         for _ in range(int(request.inputs[0].data[0])):
             if "stream" in GATES:
                 await GATES["stream"].wait()
@@ -147,7 +147,7 @@ async def test_a_streamed_raw_body_stays_in_flight_until_read_to_the_end(server:
         raw = await server.context.dataplane.call_raw("raw", "", b"chunks", {})
         assert (raw.status, raw.content_type) == (201, "text/plain")
         assert _in_flight(server) == 1
-        assert [chunk async for chunk in raw.body] == [b"a", b"b"]  # type: ignore[union-attr]
+        assert [chunk async for chunk in raw.body] == [b"a", b"b"]  # type: ignore[union-attr]  # a streamed raw body
         assert _in_flight(server) == 0 and _counts(server)[:2] == (1, 0)
 
 
@@ -155,11 +155,11 @@ async def test_closing_a_streamed_raw_body_early_ends_the_call_uncounted(server:
     async with server:
         dataplane = server.context.dataplane
         raw = await dataplane.call_raw("raw", "", b"chunks", {})
-        assert await anext(raw.body) == b"a"  # type: ignore[arg-type]
-        await raw.body.aclose()  # type: ignore[union-attr]
+        assert await anext(raw.body) == b"a"  # type: ignore[arg-type]  # a streamed raw body
+        await raw.body.aclose()  # type: ignore[union-attr]  # a streamed raw body
         unread = await dataplane.call_raw("raw", "", b"chunks", {})
         assert _in_flight(server) == 1
-        await unread.body.aclose()  # type: ignore[union-attr]
+        await unread.body.aclose()  # type: ignore[union-attr]  # a streamed raw body
         assert _in_flight(server) == 0 and _counts(server)[:2] == (0, 0)
         await asyncio.wait_for(dataplane.unload("raw"), 5)
 
@@ -168,7 +168,7 @@ async def test_a_failing_chunk_fails_the_call(server: InProcessServer) -> None:
     async with server:
         raw = await server.context.dataplane.call_raw("raw", "", b"bad chunks", {})
         with pytest.raises(ModelExecutionError, match="broken chunk"):
-            [chunk async for chunk in raw.body]  # type: ignore[union-attr]
+            [chunk async for chunk in raw.body]  # type: ignore[union-attr]  # a streamed raw body
         assert _in_flight(server) == 0 and _counts(server)[:2] == (0, 1)
 
 

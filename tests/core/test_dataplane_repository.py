@@ -82,7 +82,7 @@ async def test_resolve_answers_a_frozen_view_of_the_ready_version(repo: Path) ->
         assert (latest.name, latest.version, latest.state, latest.ready) == ("double", "2", "READY", True)
         assert dataplane.resolve("double", "1").version == "1"
         with pytest.raises(dataclasses.FrozenInstanceError):
-            latest.version = "1"  # type: ignore[misc]
+            latest.version = "1"  # type: ignore[misc]  # writing a frozen field is what the test checks
 
 
 async def test_resolve_raises_what_infer_raises(repo: Path) -> None:

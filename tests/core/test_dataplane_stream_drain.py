@@ -40,7 +40,7 @@ class CountingBackend(Backend):
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         return [InferenceResponse(r.model_name, "", []) for r in batch]
 
-    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:  # type: ignore[override]  # a generator where Backend says AsyncIterator
         n = int(request.inputs[0].data[0])
         try:
             for i in range(1, abs(n) + 1):

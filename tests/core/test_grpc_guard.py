@@ -73,7 +73,7 @@ async def test_a_dialect_can_word_internal_errors_its_own_way():
 async def test_methods_are_guarded_too():
     class Servicer:
         @grpc_guard
-        async def Method(self, request, context):  # noqa: N802 - a gRPC method name
+        async def Method(self, request, context):  # a gRPC method name
             raise PermissionDenied("restricted")
 
     context = FakeContext()

@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "modelplatform.__main__",
         "modelplatform.datatypes",
         "modelplatform.statistics",
-    ),  # fmt: skip
+    ),
 )
 #: The most modules and packages side by side at core/modelplatform/'s top level.
 MOST_AT_TOP = 15

@@ -110,7 +110,7 @@ def test_a_load_override_is_plain_json_checked_at_once():
     text = '{"max_batch_size": 4, "input": [{"name": "A", "dims": ["3"]}]}'
     override = LoadOverride.from_json(text)
     assert override.config == {"max_batch_size": 4, "input": [{"name": "A", "dims": [3]}]}
-    assert _protobuf_inside(override) == []  # type: ignore[arg-type]
+    assert _protobuf_inside(override) == []  # type: ignore[arg-type]  # any object: the walk takes what it is given
     assert LoadOverride.from_json({"max_batch_size": 0}).key == LoadOverride.from_json({}).key
     with pytest.raises(InvalidArgument, match="invalid model configuration JSON"):
         LoadOverride.from_json("{not json")

@@ -90,6 +90,6 @@ def test_a_handler_checks_each_model_it_will_run_itself() -> None:
     check_model_access("c")  # outside a scope: nothing to check
 
 
-async def _drain(responses) -> None:  # type: ignore[no-untyped-def]
+async def _drain(responses) -> None:  # type: ignore[no-untyped-def]  # any async iterator
     async for _ in responses:
         pass

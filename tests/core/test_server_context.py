@@ -45,7 +45,7 @@ def test_assignment_is_refused(context: ServerContext) -> None:
 def test_declarations_cannot_be_changed_in_place(context: ServerContext) -> None:
     assert "oip-rest" in context.dialects and context.grpc_services
     with pytest.raises(TypeError):
-        context.dialects["mine"] = context.dialects["oip-rest"]  # type: ignore[index]
+        context.dialects["mine"] = context.dialects["oip-rest"]  # type: ignore[index]  # writing a read-only mapping is what the test checks
     assert isinstance(context.grpc_services, tuple)
 
 
@@ -64,7 +64,7 @@ def test_shared_makes_one_object_per_type(context: ServerContext) -> None:
     assert context.shared(Runtime, Runtime) is first and Runtime.made == 1
     assert isinstance(context.shared(OtherRuntime, OtherRuntime), OtherRuntime)
     with pytest.raises(TypeError, match="made a Runtime"):
-        context.shared(dict, Runtime)  # type: ignore[arg-type]
+        context.shared(dict, Runtime)  # type: ignore[arg-type]  # the wrong factory is what the test checks
 
 
 def test_shared_is_made_once_across_threads(context: ServerContext) -> None:

@@ -60,7 +60,7 @@ GRPS_SIMPLE = json.dumps(
 
 def _grps_message(body: bytes) -> bytes:
     """The JSON form as the proto's bytes (grps gRPC clients send the same message)."""
-    from google.protobuf import json_format  # noqa: PLC0415
+    from google.protobuf import json_format
 
     return json_format.Parse(body, GrpsMessage()).SerializeToString()
 

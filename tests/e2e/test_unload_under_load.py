@@ -75,8 +75,8 @@ class Clients:
 
     def __enter__(self) -> Clients:
         for kind, process in zip(self.kinds, self.processes):
-            line = process.stdout.readline()  # type: ignore[union-attr]
-            error = "" if line.strip() == "started" else process.stderr.read()  # type: ignore[union-attr]
+            line = process.stdout.readline()  # type: ignore[union-attr]  # started with stdout=PIPE, so it is set
+            error = "" if line.strip() == "started" else process.stderr.read()  # type: ignore[union-attr]  # started with stderr=PIPE, so it is set
             assert line.strip() == "started", f"{kind}: {line!r} {error}"
         return self
 

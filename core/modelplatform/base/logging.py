@@ -40,7 +40,7 @@ _settings = LogSettings()
 #: The ServerContext.broadcast topic on which a change of these settings reaches every worker.
 LOG_SETTINGS_TOPIC = "logging"
 #: Each field's JSON type, from its default.
-_TYPES: dict[str, type] = {f.name: type(f.default) for f in fields(LogSettings)}
+_TYPES: dict[str, type[Any]] = {f.name: type(f.default) for f in fields(LogSettings)}
 
 
 def log_settings() -> dict[str, Any]:

@@ -174,7 +174,7 @@ class ModelConfig:
 
         A config built by hand (tests, placeholders) has no document: only its name.
         """
-        data = copy.deepcopy(self.document) if self.document else {"name": self.name}
+        data: dict[str, Any] = copy.deepcopy(self.document) if self.document else {"name": self.name}
         data.setdefault("model_transaction_policy", {"decoupled": False})
         data.setdefault("response_cache", {"enable": False})
         return data
@@ -210,6 +210,6 @@ def config_json(data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
 def _reader() -> Any:
     # Imported when a configuration is first read, not when this module is: protobuf
     # stays out of every process that only serves (e.g. a process instance's child).
-    from modelplatform.base import config_reader  # noqa: PLC0415
+    from modelplatform.base import config_reader
 
     return config_reader

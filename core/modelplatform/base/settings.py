@@ -152,7 +152,7 @@ def resolve(
     ``plugin_options``: the installed plugins' declarations (composition loads
     them); without them only the core's options and raw ``[plugins.*]`` tables are read.
     """
-    from modelplatform.base.resolution import merge  # noqa: PLC0415 - resolution builds on Settings
+    from modelplatform.base.resolution import merge  # resolution builds on Settings
 
     return merge(config_file, os.environ if env is None else env, overrides or {}, plugin_options, warn)
 

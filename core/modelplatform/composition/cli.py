@@ -175,7 +175,7 @@ def _backend_of(model_dir: Path) -> str:
     return proto.backend or proto.platform or "(from files)"
 
 
-def _settings(config: Path | None, overrides: dict, warn: Warn | None = None) -> Settings:
+def _settings(config: Path | None, overrides: dict[str, Any], warn: Warn | None = None) -> Settings:
     try:
         return options.resolve(config, overrides=overrides, warn=warn)
     except ModelPlatformError as error:
@@ -232,7 +232,7 @@ def _require_repository(settings: Settings, as_given: str | None) -> None:
 
 def _read_security(settings: Settings) -> Security:
     """The TLS and key files, read once; one line and exit 2 when one does not parse or match."""
-    from modelplatform.composition.security import Security  # noqa: PLC0415 - loads the front ends
+    from modelplatform.composition.security import Security  # loads the front ends
 
     try:
         return Security.read(settings)

@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from typing import TYPE_CHECKING, cast
 
 import pluggy
 import structlog
@@ -13,6 +14,9 @@ import structlog
 from modelplatform import hookspecs
 from modelplatform.base.errors import PluginError
 from modelplatform.base.settings import Settings
+
+if TYPE_CHECKING:
+    from modelplatform.models.backend import Backend
 
 log = structlog.get_logger("modelplatform.composition.plugins")
 
@@ -84,7 +88,9 @@ def _unavailable_backends(manager: pluggy.PluginManager, name: str, settings: Se
     reasons = []
     for impl in manager.hook.register_backends.get_hookimpls():
         if impl.plugin_name == name:
-            for cls in impl.function(settings=settings) or ():
+            # pluggy types every hook implementation as returning object.
+            backends = cast("Sequence[type[Backend]] | None", impl.function(settings=settings))
+            for cls in backends or ():
                 reason = cls.unavailable_reason()
                 if reason:
                     reasons.append(f"{cls.kind}: {reason}")

@@ -52,7 +52,7 @@ class _SharedObjects:
                 if not isinstance(made, kind):
                     raise TypeError(f"factory for {kind.__name__} made a {type(made).__name__}")
                 self._by_type[kind] = made
-            return self._by_type[kind]  # type: ignore[no-any-return]
+            return self._by_type[kind]
 
 
 @dataclass(frozen=True, eq=False)

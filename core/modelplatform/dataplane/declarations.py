@@ -42,7 +42,8 @@ class BodyPolicy(enum.Enum):
     STREAMED = "streamed"
 
 
-Body = bytes | bytearray | memoryview
+#: A buffered request body: ``bytes``, or the one ``bytearray`` it was read (or inflated) into.
+Body = bytes | bytearray
 #: A reply body: one buffer, parts written in order under one Content-Length
 #: (no join), or an async iterator of chunks sent as they come (chunked encoding).
 ReplyBody = bytes | Sequence[bytes | memoryview] | AsyncIterator[bytes]

@@ -81,7 +81,7 @@ class Drain:
         return task
 
     def leave(self, task: asyncio.Task[object] | None) -> None:
-        self._calls.discard(task)  # type: ignore[arg-type]
+        self._calls.discard(task)
 
     def end(self) -> int:
         """The budget ran out: refuse new calls and cancel the ones in flight; returns how many."""

@@ -31,6 +31,7 @@ from modelplatform.dataplane.draining import Drain, ServerShuttingDown
 from modelplatform.models import IndexEntry, LoadOverride, ModelManager, ModelVersion
 from modelplatform.models.backend import RawResponse
 from modelplatform.models.stats import ModelStats
+from modelplatform.models.streams import closing_stream
 from modelplatform.models.views import VersionInfo
 
 #: A load's replacement configuration: Triton's JSON form, as a document or its text.
@@ -262,13 +263,13 @@ class DataPlane:
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
             scheduled = True
-            response = await model.scheduler.submit(request)  # type: ignore[union-attr]
+            response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
         except asyncio.CancelledError:
             if not self.drain.ended(task):
                 if stats is not None:  # the client left: Triton's CANCELED, nothing to log
                     stats.record_failure(time.perf_counter_ns() - started, "CANCELED")
                 raise
-            failure = ServerShuttingDown()
+            failure: ModelPlatformError = ServerShuttingDown()
             record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
             raise failure from None
         except ModelPlatformError as error:
@@ -283,7 +284,7 @@ class DataPlane:
             model.leave()
             self.drain.leave(task)
         rows = request.inputs[0].shape[0] if model.config.batching else 1
-        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]
+        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # the hot path keeps one check: stats exist once READY
         return _finish(response, request, model)
 
     def count_refused(self, name: str, protocol: str = "") -> None:
@@ -321,7 +322,7 @@ class DataPlane:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 model.rules.check(request)
                 # aclosing: a consumer that stops early stops the backend now, not at GC.
-                async with contextlib.aclosing(call.instance.stream(request)) as responses:
+                async with closing_stream(call.instance.stream(request)) as responses:
                     async for response in responses:
                         yield _finish(response, request, model)
             call.succeeded()
@@ -400,7 +401,7 @@ def _stats_of(versions: list[ModelVersion]) -> list[ModelStats]:
     found = [v for v in versions if v.stats is not None]
     for version in found:
         version.stats.pending = version.in_flight  # type: ignore[union-attr]  # a gauge, read now
-    return [v.stats for v in found]  # type: ignore[misc]
+    return [v.stats for v in found]  # type: ignore[misc]  # found holds only versions with stats
 
 
 def _platform(config: ModelConfig) -> str:

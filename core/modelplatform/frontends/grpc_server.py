@@ -88,7 +88,7 @@ def grpc_guard(
                 return await handler(*args, **kwargs)
         except grpc.aio.AbortError:
             raise
-        except Exception as error:  # noqa: BLE001 - becomes a status, never a traceback
+        except Exception as error:  # becomes a status, never a traceback
             code, message = _failure_status(error, method, internal_prefix)
             await context.abort(code, message)
             raise  # not reached: abort ends the call by raising
@@ -250,7 +250,7 @@ def _method_table(generic: Any) -> tuple[str, dict[str, grpc.RpcMethodHandler]] 
     return service, {key[len(prefix) :]: handler for key, handler in table.items()}
 
 
-class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
+class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpcio has no types: its base is Any
     """A generic handler whose answers are wrapped (once per method, then reused)."""
 
     def __init__(

@@ -72,7 +72,7 @@ class OnePort:
         self._folder = tempfile.mkdtemp(prefix="modelplatform-grpc-")  # mode 0700: this user only
         self.grpc_path = os.path.join(self._folder, "grpc.sock")
         #: Connections still being sorted, and spliced ones: closed by :meth:`close`.
-        self._open: set[asyncio.BaseTransport] = set()
+        self._open: set[asyncio.Transport] = set()
 
     @property
     def grpc_address(self) -> str:
@@ -94,10 +94,10 @@ class OnePort:
 
     # ---- what the connections report
 
-    def _held(self, transport: asyncio.BaseTransport) -> None:
+    def _held(self, transport: asyncio.Transport) -> None:
         self._open.add(transport)
 
-    def _released(self, transport: asyncio.BaseTransport) -> None:
+    def _released(self, transport: asyncio.Transport) -> None:
         self._open.discard(transport)
 
 

@@ -14,7 +14,6 @@ with a reason naming the sample.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from modelplatform.base.model_config import ModelConfig
 from modelplatform.base.validation import validate_request
 from modelplatform.models.backend import Backend
 from modelplatform.models.states import ModelVersion
+from modelplatform.models.streams import closing_stream
 from modelplatform.models.warmup_samples import Sample, triton_samples
 
 log = structlog.get_logger("modelplatform.models")
@@ -97,7 +97,7 @@ async def _run_samples(config: ModelConfig, index: int, instance: Backend, sampl
 
 async def _run_once(config: ModelConfig, instance: Backend, request: InferenceRequest) -> None:
     if config.decoupled:  # a streaming model answers through stream(), however many times
-        async with contextlib.aclosing(instance.stream(request)) as responses:
+        async with closing_stream(instance.stream(request)) as responses:
             async for _ in responses:
                 pass
         return

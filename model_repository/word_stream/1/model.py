@@ -25,8 +25,10 @@ class TritonPythonModel:
                 words, delay = _words(request), _delay(request)
             except ValueError as error:
                 error = pb_utils.TritonError(str(error), pb_utils.TritonError.INVALID_ARG)
-                sender.send(pb_utils.InferenceResponse(error=error),
-                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                sender.send(
+                    pb_utils.InferenceResponse(error=error),
+                    flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                )
                 continue
             threading.Thread(target=_send_words, args=(sender, words, delay), daemon=True).start()
         return None  # a decoupled model answers through its senders

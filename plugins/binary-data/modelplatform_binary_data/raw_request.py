@@ -17,7 +17,7 @@ _LENGTH = struct.Struct("<I")
 
 
 def raw_request(
-    body: bytes, model: str, version: str, config: ModelConfig, limits: Limits
+    body: bytes | bytearray, model: str, version: str, config: ModelConfig, limits: Limits
 ) -> InferenceRequest:
     if len(config.inputs) != 1:
         raise InvalidArgument(
@@ -32,7 +32,7 @@ def raw_request(
     return InferenceRequest(model_name=model, model_version=version, inputs=[tensor])
 
 
-def _element_count(datatype: str, body: bytes, limits: Limits) -> int:
+def _element_count(datatype: str, body: bytes | bytearray, limits: Limits) -> int:
     if datatype != "BYTES":
         size = element_size(datatype)
         if len(body) % size:
@@ -41,7 +41,7 @@ def _element_count(datatype: str, body: bytes, limits: Limits) -> int:
     return _count_bytes_elements(body, limits.max_tensor_elements)
 
 
-def _count_bytes_elements(body: bytes, limit: int) -> int:
+def _count_bytes_elements(body: bytes | bytearray, limit: int) -> int:
     """Walk the length prefixes; malformed data is left for decode_bytes to name."""
     count, offset = 0, 0
     while offset + 4 <= len(body) and count <= limit:

@@ -14,7 +14,7 @@ from modelplatform_oip.api import raw_array
 
 
 class BodyReader:
-    def __init__(self, body: bytes, start: int) -> None:
+    def __init__(self, body: bytes | bytearray, start: int) -> None:
         self.view = memoryview(body)
         self.offset = start
 

@@ -76,7 +76,7 @@ class GenerateRoutes:
 
 async def _events(first: InferenceResponse, rest: AsyncIterator[InferenceResponse]) -> AsyncIterator[bytes]:
     """The SSE body; closed by the core when the client leaves, which closes ``rest``."""
-    async with contextlib.aclosing(rest):  # type: ignore[type-var]
+    async with contextlib.aclosing(rest):  # type: ignore[type-var]  # DataPlane.stream's answers: an async generator
         try:
             yield event(response_json(first))
             async for response in rest:

@@ -33,7 +33,7 @@ from modelplatform.datatypes import element_count, numpy_dtype
 
 from .protos.grps_pb2 import DataType, GenericMapData, GenericTensor, GrpsMessage
 
-DT_TO_DATATYPE: dict[int, str] = {
+DT_TO_DATATYPE: dict[DataType, str] = {
     DataType.DT_UINT8: "UINT8",
     DataType.DT_INT8: "INT8",
     DataType.DT_INT16: "INT16",
@@ -45,7 +45,7 @@ DT_TO_DATATYPE: dict[int, str] = {
     DataType.DT_STRING: "BYTES",
 }
 #: Output datatypes grps has no DT for travel in the nearest lossless one.
-DATATYPE_TO_DT: dict[str, int] = {
+DATATYPE_TO_DT: dict[str, DataType] = {
     **{datatype: dt for dt, datatype in DT_TO_DATATYPE.items()},
     "BOOL": DataType.DT_UINT8,
     "UINT16": DataType.DT_INT32,

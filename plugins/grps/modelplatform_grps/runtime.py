@@ -18,12 +18,13 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    Limits,
     ServerContext,
     check_model_access,
     counted_in_call,
 )
 
-from .converter import Limits, Payload, to_request
+from .converter import Payload, to_request
 from .dag import Dag
 from .models import choose_model
 from .monitor import Monitor
@@ -73,9 +74,9 @@ class GrpsRuntime:
     def _dag_request(self, payload: Payload) -> InferenceRequest:
         """Decoded against the DAG's first model, marked for :meth:`infer` to run the DAG.
         A key limited to models must allow every model of the DAG."""
-        for model in self.dag.models():  # type: ignore[union-attr]
+        for model in self.dag.models():  # type: ignore[union-attr]  # a DagRequest exists only when a DAG is set
             check_model_access(model)
-        name, version = self.dag.first_model()  # type: ignore[union-attr]
+        name, version = self.dag.first_model()  # type: ignore[union-attr]  # a DagRequest exists only when a DAG is set
         config = self.dataplane.model_config(name, version)
         request = to_request(payload, name, version, config, self.limits)
         return DagRequest(
@@ -95,7 +96,7 @@ class GrpsRuntime:
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         if type(request) is DagRequest:
-            return await self.dag.run(request)  # type: ignore[union-attr]
+            return await self.dag.run(request)  # type: ignore[union-attr]  # a DagRequest exists only when a DAG is set
         return await self.dataplane.infer(request)
 
     @contextlib.asynccontextmanager
@@ -107,7 +108,7 @@ class GrpsRuntime:
         try:
             yield responses
         finally:
-            await responses.aclose()  # type: ignore[attr-defined]
+            await responses.aclose()
 
 
 class DagRequest(InferenceRequest):

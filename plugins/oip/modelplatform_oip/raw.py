@@ -44,7 +44,7 @@ def raw_view(tensor: Tensor) -> bytes | memoryview:
     whole = _whole_bytes(array)
     if whole is not None:
         return whole
-    return memoryview(array.reshape(-1).view(np.uint8))
+    return array.reshape(-1).view(np.uint8).data  # the array's memory as a flat byte view
 
 
 def raw_bytes(tensor: Tensor) -> bytes:
@@ -55,7 +55,7 @@ def raw_bytes(tensor: Tensor) -> bytes:
 
 def _whole_bytes(array: np.ndarray) -> bytes | None:
     """The bytes object ``array`` spans exactly (e.g. a gRPC request's raw input), if any."""
-    base = array
+    base: object = array
     while isinstance(base, np.ndarray):
         base = base.base
     if not isinstance(base, bytes) or len(base) != array.nbytes:

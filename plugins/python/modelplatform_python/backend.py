@@ -55,6 +55,7 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     ModelConfig,
+    PhaseClock,
     RawResponse,
     Unavailable,
 )
@@ -131,6 +132,7 @@ class PythonBackend(Backend):
 class _NotLoaded:
     """The runner before ``load`` and after ``unload``: every call is refused."""
 
+    phases: PhaseClock  # never read: no model code runs here
     streams = False
 
     def __init__(self, model: str) -> None:

@@ -37,7 +37,7 @@ _WEIGHT = 0.125
 _PROBES = 4
 
 
-class NeedsThread(BaseException):  # noqa: N818 - not an error: a request to move
+class NeedsThread(BaseException):  # not an error: a request to move
     """Raised by a blocking call (a nested model call, bls.py) made inline on the loop.
 
     A BaseException so user code's ``except Exception`` does not swallow it:

@@ -113,7 +113,7 @@ def _run(loop: asyncio.AbstractEventLoop, method: Any, *args: Any) -> None:
 def _quietly(loop: asyncio.AbstractEventLoop, method: Any) -> None:
     try:
         _run(loop, method)
-    except Exception:  # noqa: BLE001, S110 - nobody is left to tell
+    except Exception:  # noqa: BLE001 - nobody is left to tell
         pass
 
 

@@ -122,6 +122,7 @@ class ChildProcess:
             theirs.close()
         self._process, self._conn = process, ours
         if self._limits.max_memory_bytes is not None:
+            assert process.pid is not None  # a started process has one
             self._memory = ResidentMemory(process.pid)
         try:
             reply = ours.recv()  # the load: bounded by nothing but the model's own code

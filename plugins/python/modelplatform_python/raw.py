@@ -31,7 +31,7 @@ async def call_http(model: Any, name: str, body: bytes, headers: Mapping[str, st
             result = await asyncio.to_thread(method, body, dict(headers))
     except ModelPlatformError:
         raise
-    except Exception as error:  # noqa: BLE001 - user code fails its own request only
+    except Exception as error:  # user code fails its own request only
         raise ModelExecutionError(name, error) from error
     return _to_raw(name, result)
 
@@ -61,7 +61,7 @@ async def _chunks(name: str, produced: Any) -> AsyncIterator[bytes]:
             yield _chunk(name, item)
     except ModelPlatformError:
         raise
-    except Exception as error:  # noqa: BLE001 - user code fails its own request only
+    except Exception as error:  # user code fails its own request only
         raise ModelExecutionError(name, error) from error
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -99,5 +99,5 @@ class ThreadRunner(InferRunner):
             )
         return last
 
-    def _iterate(self, inputs: dict[str, np.ndarray]) -> AsyncIterator[Any]:
+    def _iterate(self, inputs: dict[str, np.ndarray]) -> AsyncGenerator[Any, None]:
         return produced_items(self._model.infer(inputs))

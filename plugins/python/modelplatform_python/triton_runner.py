@@ -159,7 +159,7 @@ class TritonRunner:
         """
         sender = ResponseSender(self._config.name)
         triton_request = _pb_request(request)
-        triton_request.response_sender = sender  # type: ignore[attr-defined]
+        triton_request.response_sender = sender  # type: ignore[attr-defined]  # Triton's pb_utils request takes the sender as an attribute
         call = asyncio.ensure_future(self._execute_decoupled(triton_request, sender))
         try:
             async for sent, final in sender.responses():

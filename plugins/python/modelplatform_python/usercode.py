@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 
@@ -40,7 +40,7 @@ def taken(method: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args[: len(parameters)]
 
 
-async def produced_items(produced: Any) -> AsyncIterator[Any]:
+async def produced_items(produced: Any) -> AsyncGenerator[Any, None]:
     """What a generator ``infer``/``http`` yields: async ones on the loop, plain ones off it.
 
     Closing this iterator early (the client left) closes the model's generator
@@ -73,7 +73,12 @@ def _close_after(step: asyncio.Future[Any] | None, produced: Any) -> None:
     if step is None or step.done():
         asyncio.get_running_loop().run_in_executor(None, close)
     else:
-        step.add_done_callback(lambda done: _retrieved(done) or _close_after(None, produced))
+
+        def close_when_done(done: asyncio.Future[Any]) -> None:
+            _retrieved(done)
+            _close_after(None, produced)
+
+        step.add_done_callback(close_when_done)
 
 
 def _retrieved(step: asyncio.Future[Any]) -> None:

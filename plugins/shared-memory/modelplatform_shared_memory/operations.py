@@ -13,6 +13,7 @@ client hears this worker's refusal), then on every sibling before the answer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,12 +58,13 @@ class SharedMemoryOperations:
 
     def _apply_published(self, change: dict[str, Any]) -> None:
         operation, arguments = change["operation"], change["arguments"]
-        {
+        apply: dict[str, Callable[..., None]] = {
             "register_system": self._register_system,
             "unregister_system": self._unregister_system,
             "register_cuda": self._register_cuda,
             "unregister_cuda": self._unregister_cuda,
-        }[operation](*arguments)
+        }
+        apply[operation](*arguments)
 
     async def _everywhere(self, operation: str, *arguments: Any) -> None:
         await self.broadcast.publish(TOPIC, {"operation": operation, "arguments": list(arguments)})
@@ -71,7 +73,7 @@ class SharedMemoryOperations:
 
     def system_status(self, name: str = "") -> list[SystemStatus]:
         regions = self.registry.of_kind(SYSTEM, name)
-        return [SystemStatus(r.name, r.key, r.offset, r.byte_size) for r in regions]  # type: ignore[attr-defined]
+        return [SystemStatus(r.name, r.key, r.offset, r.byte_size) for r in regions]  # type: ignore[attr-defined]  # of_kind(SYSTEM) holds SystemRegions
 
     async def register_system(self, name: str, key: Any, offset: Any, byte_size: Any) -> None:
         self._register_system(name, key, offset, byte_size)
@@ -95,7 +97,7 @@ class SharedMemoryOperations:
 
     def cuda_status(self, name: str = "") -> list[CudaStatus]:
         regions = self.registry.of_kind(CUDA, name)
-        return [CudaStatus(r.name, r.device_id, r.byte_size) for r in regions]  # type: ignore[attr-defined]
+        return [CudaStatus(r.name, r.device_id, r.byte_size) for r in regions]  # type: ignore[attr-defined]  # of_kind(CUDA) holds CudaRegions
 
     async def register_cuda(self, name: str, raw_handle: bytes, device_id: Any, byte_size: Any) -> None:
         self._register_cuda(name, raw_handle, device_id, byte_size)

@@ -20,8 +20,11 @@ SYSTEM, CUDA = "system", "cuda"
 
 
 class Region(Protocol):
-    name: str
-    byte_size: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def byte_size(self) -> int: ...
 
 
 class RegionRegistry:

@@ -39,7 +39,7 @@ MAX_TOP_LEVEL_ENTRIES = 10_000
 
 def open_filesystem(location: Location, env: Mapping[str, str]) -> Any:
     """An fsspec filesystem for ``location``, credentials from the library's chain."""
-    import fsspec  # noqa: PLC0415 - only for a remote repository
+    import fsspec  # only for a remote repository
 
     try:
         return fsspec.filesystem(location.protocol, **storage_options(location, env))
@@ -74,7 +74,7 @@ def top_level_folders(fs: Any, folder: str) -> tuple[list[str], bool]:
     """
     fs.invalidate_cache()
     if "s3" in _protocols(fs):
-        import fsspec.asyn  # noqa: PLC0415 - only for a remote repository
+        import fsspec.asyn  # only for a remote repository
 
         return fsspec.asyn.sync(fs.loop, _s3_top_level, fs, folder, MAX_TOP_LEVEL_ENTRIES)
     entries = fs.ls(folder, detail=True)
@@ -85,14 +85,14 @@ def top_level_folders(fs: Any, folder: str) -> tuple[list[str], bool]:
 
 async def _s3_top_level(fs: Any, folder: str, limit: int) -> tuple[list[str], bool]:
     """s3fs's delimited listing, read lazily: pages after ``limit`` entries are never asked for."""
-    from botocore.exceptions import ClientError  # noqa: PLC0415 - s3fs's dependency
-    from s3fs.errors import translate_boto_error  # noqa: PLC0415
+    from botocore.exceptions import ClientError  # s3fs's dependency
+    from s3fs.errors import translate_boto_error
 
     bucket, key, _ = fs.split_path(folder)
     prefix = key.rstrip("/") + "/" if key else ""
     names: list[str] = []
     seen = 0
-    pages = fs._iterdir(bucket, prefix=prefix, delimiter="/")  # noqa: SLF001 - s3fs's async API
+    pages = fs._iterdir(bucket, prefix=prefix, delimiter="/")  # s3fs's async API
     try:
         async with contextlib.aclosing(pages):
             async for entry in pages:

@@ -12,7 +12,7 @@ PLUGIN = "storage"
 
 
 def _check_bound(value: int) -> None:
-    from .cache import mirror_max_bytes  # noqa: PLC0415 - the mirror's modules load only when used
+    from .cache import mirror_max_bytes  # the mirror's modules load only when used
 
     mirror_max_bytes({"mirror_max_bytes": value}, {})
 

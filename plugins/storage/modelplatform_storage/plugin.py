@@ -21,7 +21,7 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
     where = parse(location)
     if where is None:
         return None  # not s3://, gs:// or as://: another plugin's scheme
-    from .cache import existing_mirror, open_mirror  # noqa: PLC0415 - fsspec only when used
+    from .cache import existing_mirror, open_mirror  # fsspec only when used
 
     options = settings.options_for(PLUGIN)
     return open_mirror(where, os.environ, existing_mirror(settings.model_repository), options)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from modelplatform import InvalidArgument, ModelConfig, TensorSpec
 from modelplatform.datatypes import DATATYPE_TO_CONFIG
 
-from .engine_info import EngineInfo, EngineTensor
+from .engine_info import EngineInfo, EngineTensor, Profile
 
 
 def complete(config: ModelConfig, info: EngineInfo) -> ModelConfig:
@@ -121,7 +121,7 @@ def _check_dims(config: ModelConfig, spec: TensorSpec, tensor: EngineTensor) -> 
             )
 
 
-def _in_some_profile(profiles: Sequence, axis: int, value: int) -> bool:
+def _in_some_profile(profiles: Sequence[Profile], axis: int, value: int) -> bool:
     if not profiles:
         return True  # a dynamic output: TensorRT derives it from the inputs
     return any(p.min[axis] <= value <= p.max[axis] for p in profiles)

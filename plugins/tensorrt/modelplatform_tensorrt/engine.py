@@ -132,7 +132,8 @@ class TrtEngine:
             for allocation in self._device.values():
                 allocation.free()
             for array in self._host.values():
-                array.base.free()
+                page_locked: Any = array.base  # pycuda's page-locked buffer the array views
+                page_locked.free()
             self._device, self._host = {}, {}
             self._context = self._engine = self._runtime = self._stream = None
         self._cuda_context.detach()

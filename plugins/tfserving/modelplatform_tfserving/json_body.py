@@ -21,7 +21,7 @@ _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 
 
-def parse_object(body: bytes) -> dict[str, Any]:
+def parse_object(body: bytes | bytearray) -> dict[str, Any]:
     """The body's top-level JSON object, or TF Serving's parse errors."""
     if not body.strip():
         raise InvalidArgument("JSON Parse error: The document is empty")
@@ -34,7 +34,7 @@ def parse_object(body: bytes) -> dict[str, Any]:
     return doc
 
 
-def _lenient(body: bytes) -> Any:
+def _lenient(body: bytes | bytearray) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -52,7 +52,7 @@ def leaf_texts(array: np.ndarray, as_b64: bool) -> list[str]:
 
 
 def _string(item: object, as_b64: bool) -> str:
-    data = item.encode() if isinstance(item, str) else bytes(item)  # type: ignore[call-overload]
+    data = item.encode() if isinstance(item, str) else bytes(item)  # type: ignore[call-overload]  # a BYTES element: bytes or a buffer
     if not as_b64:
         try:
             return orjson.dumps(data.decode("utf-8")).decode()

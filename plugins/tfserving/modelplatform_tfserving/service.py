@@ -84,7 +84,7 @@ class TfService:
         arrays = await self._examples(target, examples, [a for a in (scores, classes) if a])
         score = _as_matrix(arrays[scores.spec.name]) if scores else None
         label = _as_matrix(arrays[classes.spec.name]) if classes else None
-        rows = (score if score is not None else label).shape[0]  # type: ignore[union-attr]
+        rows = (score if score is not None else label).shape[0]  # type: ignore[union-attr]  # a signature has scores or classes (signatures.py)
         _check_batch(len(examples), rows)
         return [_classes(score, label, i) for i in range(rows)]
 
@@ -187,7 +187,7 @@ def _as_matrix(array: np.ndarray) -> np.ndarray:
 
 
 def _classes(score: np.ndarray | None, label: np.ndarray | None, row: int) -> Classification:
-    count = (score if score is not None else label).shape[1]  # type: ignore[union-attr]
+    count = (score if score is not None else label).shape[1]  # type: ignore[union-attr]  # a signature has scores or classes (signatures.py)
     return [
         (
             _label(label[row, k]) if label is not None else "",

@@ -127,7 +127,7 @@ def _default(config: ModelConfig) -> Signature:
 def _signature(config: ModelConfig, name: str, body: Any) -> Signature:
     if not isinstance(body, dict):
         raise _bad(config, SIGNATURES_KEY, f"signature '{name}' must be an object")
-    method = body.get("method_name", "predict")
+    method: Any = body.get("method_name", "predict")  # checked against METHODS below
     method = METHODS.get(method, method)
     if method not in METHODS.values():
         raise _bad(config, SIGNATURES_KEY, f"signature '{name}' has unknown method_name {method!r}")

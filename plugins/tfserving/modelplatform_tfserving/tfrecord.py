@@ -53,7 +53,7 @@ def masked_crc(data: bytes) -> int:
 def read_records(path: Path, max_records: int, max_record_bytes: int) -> list[bytes]:
     """Every record of ``path``, checksums verified; refuses more than the limits allow."""
     with path.open("rb") as stream:
-        records = []
+        records: list[bytes] = []
         for record in _records(stream, max_record_bytes):
             if len(records) == max_records:
                 raise InvalidArgument(f"{path.name} has more than {max_records} records")

@@ -45,7 +45,7 @@ class TraceRoutes:
         return model
 
 
-def _changes(body: bytes) -> dict[str, list[str] | None]:
+def _changes(body: bytes | bytearray) -> dict[str, list[str] | None]:
     if not body:
         return {}
     try:

@@ -40,7 +40,7 @@ class Tracing:
         return answer
 
     def _apply_published(self, payload: dict[str, object]) -> None:
-        self.settings.update(str(payload["model"]), payload["changes"])  # type: ignore[arg-type]
+        self.settings.update(str(payload["model"]), payload["changes"])  # type: ignore[arg-type]  # a sibling publishes changes already checked
 
     def start(self) -> None:
         if not self.endpoint:

@@ -182,9 +182,9 @@ def ensemble_json(inputs: list[str], outputs: list[str], steps: list[dict[str, A
 
 def ensemble_model(root: Path, name: str, config: dict[str, Any]) -> Path:
     """An ensemble folder; its config.pbtxt is written as Triton's JSON turned into text format."""
-    from google.protobuf import json_format, text_format  # noqa: PLC0415
+    from google.protobuf import json_format, text_format
 
-    from modelplatform.protos import model_config_pb2  # noqa: PLC0415
+    from modelplatform.protos import model_config_pb2
 
     folder = root / name
     (folder / "1").mkdir(parents=True)

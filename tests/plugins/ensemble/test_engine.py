@@ -154,7 +154,7 @@ def test_a_failing_step_fails_the_request_with_the_step_models_error(repository)
 
 
 def _ensemble(steps: list[EnsembleStep], inputs=("IN",), outputs=("OUT",)) -> ModelConfig:
-    spec = lambda name: TensorSpec(name, "FP32", (-1,))  # noqa: E731
+    spec = lambda name: TensorSpec(name, "FP32", (-1,))  # noqa: E731 - a one-line helper, local to this test
     return ModelConfig(
         "e",
         platform="ensemble",

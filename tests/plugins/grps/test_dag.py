@@ -143,10 +143,10 @@ MIXED_DAG = DAG.replace('name = "twice_simple"', 'name = "mixed"').replace(
 
 
 def test_a_key_limited_to_models_runs_the_dag_only_when_it_allows_every_model(tmp_path) -> None:
-    import hashlib  # noqa: PLC0415
-    import shutil  # noqa: PLC0415
+    import hashlib
+    import shutil
 
-    from tests.conftest import MODEL_REPOSITORY  # noqa: PLC0415
+    from tests.conftest import MODEL_REPOSITORY
 
     keys = tmp_path / "keys.toml"
     keys.write_text("".join(
@@ -163,7 +163,7 @@ def test_a_key_limited_to_models_runs_the_dag_only_when_it_allows_every_model(tm
         answers = {
             key: call_json(
                 server, "POST", PREDICT, _gtensors(ROW, [3] * 16), headers={"Authorization": f"Bearer {key}"}
-            )  # fmt: skip
+            )
             for key in ("first-only", "both")
         }
     status, body = answers["both"]

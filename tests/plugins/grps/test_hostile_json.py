@@ -12,9 +12,9 @@ import json
 import pytest
 
 pytest.importorskip("hypothesis")
-from hypothesis import given  # noqa: E402
+from hypothesis import given
 
-from tests.hostile_json import HOSTILE, confused, post_json  # noqa: E402
+from tests.hostile_json import HOSTILE, confused, post_json
 
 PREDICT = "/grps/v1/infer/predict"
 

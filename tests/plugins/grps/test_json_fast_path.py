@@ -29,7 +29,7 @@ DOCUMENTS = {
                 {"dtype": "DT_STRING", "flat_string": ["a", "é"]},
             ]
         }
-    },  # fmt: skip
+    },
     "bool-in-ints": {"gtensors": {"tensors": [{**TENSOR, "flat_int32": [True, 2, 3]}]}},
     "bool-dtype": {"gtensors": {"tensors": [{**TENSOR, "dtype": True}]}},
     "string-for-list": {"gtensors": {"tensors": [{"dtype": "DT_STRING", "flat_string": "abc"}]}},
@@ -70,7 +70,7 @@ OUTPUTS = {
         ("B", "INT8", (3,), np.int8),
         ("C", "INT16", (2, 1), np.int16),
         ("D", "UINT8", (2,), np.uint8),
-    ],  # fmt: skip
+    ],
     "bool": [("A", "BOOL", (2,), np.bool_)],
     "int64": [("A", "INT64", (2,), np.int64)],
     "float": [("A", "FP32", (2,), np.float32)],

@@ -17,7 +17,7 @@ BODY = json.dumps(
             {"name": n, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
             for n in ("INPUT0", "INPUT1")
         ]
-    }  # fmt: skip
+    }
 ).encode()
 ENCODERS = {"gzip": gzip.compress, "deflate": zlib.compress}
 DECODERS = {"gzip": gzip.decompress, "deflate": zlib.decompress}

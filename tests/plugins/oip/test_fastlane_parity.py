@@ -24,7 +24,7 @@ def _json(inputs: list[dict], **extra: object) -> bytes:
     return json.dumps({"inputs": inputs, **extra}).encode()
 
 
-def _simple(data0: list[int] = ONES, shape: list[int] = [1, 16]) -> bytes:  # noqa: B006
+def _simple(data0: list[int] = ONES, shape: list[int] = [1, 16]) -> bytes:  # noqa: B006 - never mutated: a default shape
     return _json(
         [
             {"name": "INPUT0", "datatype": "INT32", "shape": shape, "data": data0},

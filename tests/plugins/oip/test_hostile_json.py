@@ -13,14 +13,14 @@ from collections.abc import Iterator
 import pytest
 
 pytest.importorskip("hypothesis")
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given
+from hypothesis import strategies as st
 
-from modelplatform.testing import ServerProcess  # noqa: E402
-from tests.conftest import MODEL_REPOSITORY  # noqa: E402
-from tests.hostile_json import HOSTILE, confused, post_json, triton_error  # noqa: E402
+from modelplatform.testing import ServerProcess
+from tests.conftest import MODEL_REPOSITORY
+from tests.hostile_json import HOSTILE, confused, post_json, triton_error
 
-from ...http_wire import post  # noqa: E402
+from ...http_wire import post
 
 MODELS = ("simple", "simple_string", "saved_model_half_plus_three", "identity_fp32")
 

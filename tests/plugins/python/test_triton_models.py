@@ -108,7 +108,7 @@ def _pair(a: list[float], b: list[float]) -> InferenceRequest:
 
 def _config(repository: Path) -> ModelConfig:
     """The same configuration as config.pbtxt, in Triton's JSON form."""
-    tensors = lambda names: [{"name": n, "data_type": "TYPE_FP32", "dims": [4]} for n in names]  # noqa: E731
+    tensors = lambda names: [{"name": n, "data_type": "TYPE_FP32", "dims": [4]} for n in names]  # noqa: E731 - a one-line helper, local to this test
     marker = str(repository / "finalized.txt")
     return ModelConfig.from_json(
         {

@@ -170,7 +170,7 @@ def test_unregistering_keeps_the_mapping_of_a_view_in_use_then_frees_it(shm_obje
     view = codec.read_input(
         "x", "UINT8", [size], {"shared_memory_region": "r", "shared_memory_byte_size": size}, LIMITS
     )
-    key = next(iter(registry.of_kind(SYSTEM))).key  # type: ignore[attr-defined]
+    key = next(iter(registry.of_kind(SYSTEM))).key  # type: ignore[attr-defined]  # a SYSTEM region has a key
     registry.remove(SYSTEM, "r")
     assert registry.find("r") is None
     assert _mapped(key) and view[0] == 0  # still readable: the request holds the mapping

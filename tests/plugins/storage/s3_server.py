@@ -78,7 +78,7 @@ class MotoServer:
                 self._process.kill()
                 self._process.wait()
 
-    def client(self, keys: Keys | None = None):  # noqa: ANN201 - boto3's generated client type
+    def client(self, keys: Keys | None = None):  # boto3's generated client type
         keys = keys or self.keys
         return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
                             aws_access_key_id=keys.access_key_id,

@@ -24,7 +24,7 @@ def _engine(*profiles: Profile, out_dtype: str = "FP32") -> EngineInfo:
 
 def _config(max_batch: int = 8, dims: list[int] | None = None, dtype: str = "TYPE_FP32") -> ModelConfig:
     dims = dims or [16]
-    tensors = lambda names: [{"name": n, "data_type": dtype, "dims": dims} for n in names]  # noqa: E731
+    tensors = lambda names: [{"name": n, "data_type": dtype, "dims": dims} for n in names]  # noqa: E731 - a one-line helper, local to this test
     return ModelConfig.from_json(
         {
             "name": "trt",

@@ -22,7 +22,7 @@ def predictions(tf_server):
 def _predict(predictions, dtype: int) -> grpc.RpcError:
     request = apis.PredictRequest(model_spec=apis.ModelSpec(name=HALF))
     proto = request.inputs["x"]
-    proto.dtype = dtype  # type: ignore[assignment]
+    proto.dtype = dtype  # type: ignore[assignment]  # any int, valid or not, is what the test sends
     proto.tensor_shape.dim.add(size=1)
     proto.float_val.append(1.0)
     with pytest.raises(grpc.RpcError) as raised:

@@ -12,11 +12,11 @@ import json
 import pytest
 
 pytest.importorskip("hypothesis")
-from hypothesis import given  # noqa: E402
+from hypothesis import given
 
-from tests.hostile_json import HOSTILE, confused, post_json  # noqa: E402
+from tests.hostile_json import HOSTILE, confused, post_json
 
-from .conftest import HALF  # noqa: E402
+from .conftest import HALF
 
 PREDICT = {
     "rows": ("echo", {"signature_name": "pair", "instances": [{"a": 1.5, "b": 2}, {"a": 2.0, "b": 3}]}),

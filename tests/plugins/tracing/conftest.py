@@ -34,15 +34,15 @@ class Receiver(http.server.ThreadingHTTPServer):
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:  # http.server's name
         body = self.rfile.read(int(self.headers["Content-Length"]))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
         export = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
-        with self.server.lock:  # type: ignore[attr-defined]
+        with self.server.lock:  # type: ignore[attr-defined]  # set on the server by the fixture
             for resource in export.resource_spans:
                 for scope in resource.scope_spans:
-                    self.server.spans.extend(scope.spans)  # type: ignore[attr-defined]
+                    self.server.spans.extend(scope.spans)  # type: ignore[attr-defined]  # set on the server by the fixture
         reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")

@@ -14,7 +14,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 
-def _error(call) -> str:  # type: ignore[no-untyped-def]
+def _error(call) -> str:  # type: ignore[no-untyped-def]  # a tritonclient error of either client
     try:
         call()
     except InferenceServerException as error:

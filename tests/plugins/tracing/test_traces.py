@@ -41,7 +41,7 @@ def server(receiver: Receiver) -> Iterator[ServerProcess]:
         yield running
 
 
-def attributes(span) -> dict:  # type: ignore[no-untyped-def]
+def attributes(span) -> dict:  # type: ignore[no-untyped-def]  # an OpenTelemetry span of either export
     found = {}
     for item in span.attributes:
         value = item.value

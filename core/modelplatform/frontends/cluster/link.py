@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -79,8 +79,9 @@ class SiblingLink:
         """Apply ``operation`` on every sibling; raises if one of them failed."""
         if not self._asks_siblings():
             return
-        kind = "load" if operation == "load" else "unload"
-        overrides = [_for_sibling(override, copy) for copy in copies or [None]]
+        kind: Literal["load", "unload"] = "load" if operation == "load" else "unload"
+        targets: list[Path | None] = [*copies] or [None]
+        overrides = [_for_sibling(override, copy) for copy in targets]
         op_id = next(self._ids)
         request = OperationRequest(op_id, tuple(ModelOperation(kind, name, o) for o in overrides))
         errors = await self._ask(op_id, request, OPERATION_TIMEOUT_S)

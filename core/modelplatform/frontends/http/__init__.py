@@ -30,7 +30,7 @@ class HttpFront:
 
     def __init__(self, context: ServerContext, wrap_protocol: Callable[[Any], Any] | None = None) -> None:
         self.context = context
-        self.app: Sanic = create_app(context)
+        self.app: Sanic[Any, Any] = create_app(context)
         self._server: Any = None
         #: ``--single-port``: wraps the per-connection protocol factory (oneport.OnePort.protocol).
         self._wrap_protocol = wrap_protocol

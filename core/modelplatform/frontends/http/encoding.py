@@ -106,7 +106,7 @@ def encoded_reply(headers: Mapping[str, str], reply: HttpReply) -> HttpReply:
     if encoding is None:
         return reply
     body = reply.body
-    parts = [body] if isinstance(body, (bytes, bytearray, memoryview)) else list(body)  # type: ignore[arg-type]
+    parts = [body] if isinstance(body, (bytes, bytearray, memoryview)) else list(body)  # type: ignore[arg-type]  # not a buffer: a sequence of parts here
     compressor = zlib.compressobj(wbits=_WBITS[encoding])
     compressed = b"".join([*(compressor.compress(part) for part in parts), compressor.flush()])
     return replace(reply, body=compressed, headers={**reply.headers, "Content-Encoding": encoding})

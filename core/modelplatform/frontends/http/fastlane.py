@@ -327,9 +327,9 @@ class FastLaneProtocol(SanicSeam):
         if isinstance(body, (bytes, bytearray)):
             transport.write(head_bytes(reply, b"content-length: %d\r\n" % len(body), keep_alive) + body)
         elif reply.streamed:
-            await self._write_chunked(reply, body, keep_alive)  # type: ignore[arg-type]
+            await self._write_chunked(reply, body, keep_alive)  # type: ignore[arg-type]  # reply.streamed: an async iterator
         else:
-            parts = list(body)  # type: ignore[arg-type]
+            parts = list(body)  # type: ignore[arg-type]  # neither buffer nor stream: parts
             length = sum(len(part) for part in parts)
             transport.writelines([head_bytes(reply, b"content-length: %d\r\n" % length, keep_alive), *parts])
         self.mark_active()

@@ -28,14 +28,14 @@ async def send_reply(request: Request, reply: HttpReply) -> HTTPResponse | None:
             body, status=reply.status, headers=dict(reply.headers), content_type=reply.content_type
         )
     if reply.streamed:
-        await _send_stream(request, reply, body)  # type: ignore[arg-type]
+        await _send_stream(request, reply, body)  # type: ignore[arg-type]  # reply.streamed: an async iterator
         return None
-    parts = list(body)  # type: ignore[arg-type]
+    parts = list(body)  # type: ignore[arg-type]  # neither buffer nor stream: parts
     headers = {**reply.headers, "content-length": str(sum(len(part) for part in parts))}
     response = await request.respond(status=reply.status, headers=headers, content_type=reply.content_type)
     for part in parts:
         if len(part):
-            await response.send(part)  # type: ignore[arg-type]
+            await response.send(part)
     return None
 
 

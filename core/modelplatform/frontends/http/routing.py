@@ -76,7 +76,7 @@ def _is_static(route: HttpRoute) -> bool:
 class Router:
     """Finds the route of a request; answers ``None`` (404) or the allowed methods (405)."""
 
-    def __init__(self, dialects: Iterable[HttpDialect], routes: dict[str, Sequence[HttpRoute]]) -> None:
+    def __init__(self, dialects: Iterable[HttpDialect], routes: Mapping[str, Sequence[HttpRoute]]) -> None:
         self._static: dict[tuple[str, str], tuple[HttpRoute, HttpDialect]] = {}
         self._static_folded: dict[tuple[str, str], tuple[HttpRoute, HttpDialect]] = {}
         self._by_segments: dict[tuple[str, int], list[_Compiled]] = {}

@@ -107,7 +107,7 @@ def _headers(request: HttpRequest) -> Mapping[str, str]:
     return request.headers
 
 
-def create_app(context: ServerContext) -> Sanic:
+def create_app(context: ServerContext) -> Sanic[Any, Any]:
     number = next(_app_numbers)
     app = Sanic(f"modelplatform_{number}", configure_logging=False)
     # Sanic's TouchUp rewrites its protocol classes process-wide and cannot run
@@ -117,9 +117,10 @@ def create_app(context: ServerContext) -> Sanic:
     timeouts = HttpTimeouts.of(context.settings)
     # Sanic times out a request's head; its body and the answer are timed in
     # Dispatcher (http/timeouts.py), the same way as on the fast lane.
-    app.config.REQUEST_TIMEOUT = timeouts.request_s or NO_LIMIT_S
-    app.config.RESPONSE_TIMEOUT = NO_LIMIT_S
-    app.config.KEEP_ALIVE_TIMEOUT = timeouts.keep_alive_s
+    # Sanic annotates these int; it only sleeps on and compares them, so float seconds work.
+    app.config.REQUEST_TIMEOUT = timeouts.request_s or NO_LIMIT_S  # type: ignore[assignment]  # Sanic: int
+    app.config.RESPONSE_TIMEOUT = NO_LIMIT_S  # type: ignore[assignment]  # Sanic: int
+    app.config.KEEP_ALIVE_TIMEOUT = timeouts.keep_alive_s  # type: ignore[assignment]  # Sanic: int
     app.config.NOISY_EXCEPTIONS = False
     app.config.ACCESS_LOG = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
@@ -254,12 +255,12 @@ class _TimedStream:
     async def read(self) -> bytes | None:
         stream = self._request.stream
         if self._limit_s is None:
-            return await stream.read()  # type: ignore[union-attr]
+            return await stream.read()  # type: ignore[union-attr]  # a request with a body has a stream
         # Measured from the last byte, not from this call: bytes the fast lane held count.
         left = self._limit_s - seconds_silent(self._request)
         try:
             async with asyncio.timeout(max(0.0, left)):
-                return await stream.read()  # type: ignore[union-attr]
+                return await stream.read()  # type: ignore[union-attr]  # a request with a body has a stream
         except TimeoutError:
             raise RequestTimeout("Request Timeout") from None
 

@@ -97,7 +97,7 @@ class CustomHandler:
         try:
             first = await anext(raw.body, None)
         except BaseException:
-            await raw.body.aclose()  # type: ignore[attr-defined]
+            await raw.body.aclose()  # type: ignore[attr-defined]  # a streamed raw body is an async generator
             raise
         return HttpReply(raw.status, _rest(first, raw.body, self.route.model), raw.content_type)
 
@@ -120,7 +120,7 @@ async def _rest(first: bytes | None, chunks: AsyncIterator[bytes], model: str) -
     except ModelPlatformError as error:
         log.error("grps_custom_stream_failed", model=model, error=error.message)
     finally:
-        await chunks.aclose()  # type: ignore[attr-defined]
+        await chunks.aclose()  # type: ignore[attr-defined]  # a streamed raw body is an async generator
 
 
 def custom_routes(context: ServerContext, runtime: GrpsRuntime, reserved: Iterable[str]) -> list[HttpRoute]:

@@ -24,7 +24,7 @@ HTTP_ONLY = ("ndarray", "bin_data", "binData")
 FLOAT64_KEYS = ("flat_float64", "flatFloat64")
 
 
-def load_object(body: bytes) -> dict[str, Any]:
+def load_object(body: bytes | bytearray) -> dict[str, Any]:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as error:

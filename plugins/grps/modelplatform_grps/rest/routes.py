@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from importlib import resources
+from typing import Any
 
 import orjson
 
@@ -25,6 +26,7 @@ from modelplatform import (
 
 from ..converter import Payload, single_bytes_of, to_message, to_ndarray
 from ..metadata import model_yaml, server_yaml
+from ..protos.grps_pb2 import GrpsMessage
 from ..runtime import GrpsRuntime, runtime
 from ..status import failure, success
 from .custom import custom_routes
@@ -41,7 +43,7 @@ def _json(body: bytes, status: int = 200) -> HttpReply:
     return HttpReply(status, body, JSON)
 
 
-def _reply(message) -> HttpReply:  # type: ignore[no-untyped-def]
+def _reply(message: GrpsMessage) -> HttpReply:
     return _json(dump_message(message), message.status.code or 200)
 
 
@@ -127,7 +129,7 @@ class GrpsRoutes:
         return _json(orjson.dumps(body))
 
 
-def _predict_document(request: HttpRequest) -> dict | None:
+def _predict_document(request: HttpRequest) -> dict[str, Any] | None:
     """The JSON body of a predict request, or None for raw bytes (grps's two content types)."""
     content_type = request.headers.get("content-type")
     if content_type is None:

@@ -79,4 +79,4 @@ async def _starting_with(first: bytes, rest: AsyncIterator[bytes]) -> AsyncItera
         async for item in rest:
             yield item
     finally:
-        await rest.aclose()  # type: ignore[attr-defined]
+        await rest.aclose()  # type: ignore[attr-defined]  # DataPlane.stream's answers: an async generator

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-# Limits is re-exported for the dialect's routes; extensions take it from modelplatform.
-from modelplatform import Codec, InferenceRequest, InferenceResponse, Limits, ModelConfig  # noqa: F401
+from modelplatform import Codec, InferenceRequest, InferenceResponse, Limits, ModelConfig
 
 from ..regions import RegionReader
 

@@ -31,7 +31,7 @@ from .json_tensors import array_from_json, array_to_json
 BinaryReader = Callable[[str, str, list[int], int, Limits], np.ndarray]
 
 
-def load_json(body: bytes, what: str = "the request body") -> dict[str, Any]:
+def load_json(body: bytes | bytearray | memoryview, what: str = "the request body") -> dict[str, Any]:
     """The body's top-level JSON object; ``what`` names it when it is not one."""
     try:
         doc = orjson.loads(body)

@@ -32,7 +32,7 @@ def array_from_json(name: str, datatype: str, shape: list[int], data: Any, limit
     return array.reshape(shape)
 
 
-def _numeric_array(name: str, datatype: str, data: list) -> np.ndarray:
+def _numeric_array(name: str, datatype: str, data: list[Any]) -> np.ndarray:
     target = numpy_dtype(datatype)
     try:
         parsed = np.array(data)
@@ -67,7 +67,7 @@ def _limits(target: np.dtype) -> np.iinfo:
     return np.iinfo(target)
 
 
-def _bytes_array(name: str, data: list, limits: Limits) -> np.ndarray:
+def _bytes_array(name: str, data: list[Any], limits: Limits) -> np.ndarray:
     flat = _flatten(name, data)
     out = np.empty(len(flat), dtype=object)
     for index, item in enumerate(flat):
@@ -82,9 +82,9 @@ def _bytes_array(name: str, data: list, limits: Limits) -> np.ndarray:
     return out
 
 
-def _flatten(name: str, data: list) -> list:
+def _flatten(name: str, data: list[Any]) -> list[Any]:
     """Row-major flattening that refuses ragged nesting."""
-    flat: list = []
+    flat: list[Any] = []
     level = data
     while level and isinstance(level[0], list):
         width = len(level[0])
@@ -97,7 +97,7 @@ def _flatten(name: str, data: list) -> list:
     return flat
 
 
-def array_to_json(array: np.ndarray) -> list:
+def array_to_json(array: np.ndarray) -> list[Any]:
     """Flat, row-major JSON data for an output (BYTES as UTF-8 text)."""
     if array.dtype == object or array.dtype.kind in "SU":
         return [_text(item) for item in array.reshape(-1)]

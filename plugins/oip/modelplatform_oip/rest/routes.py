@@ -19,12 +19,13 @@ from modelplatform import (
     HttpRequest,
     HttpRoute,
     InvalidArgument,
+    Limits,
     ModelMetadata,
     ServerContext,
 )
 
 from ..regions import Regions
-from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, Limits, RestCodec
+from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 from .logging_ext import logging_routes
 
@@ -116,7 +117,9 @@ class OipRoutes:
             encoded = encode_json(response)
         kind, extra = encoded.content_type, encoded.headers
         if encoded.size >= STREAM_FROM_BYTES:  # written part by part, never joined
-            parts = encoded.body if isinstance(encoded.body, list) else [encoded.body]
+            parts: list[bytes | memoryview] = (
+                encoded.body if isinstance(encoded.body, list) else [encoded.body]
+            )
             return EncodedResponse(parts, kind, extra)
         return EncodedResponse(encoded.joined(), kind, extra)
 

@@ -114,6 +114,7 @@ class OipService:
         request of the stream (each task copies it from this one's context).
         """
         reader = asyncio.current_task()
+        assert reader is not None  # grpc.aio runs every handler in a task
         first_error = FirstError(reader) if ends_on_first_error(context) else None
         window = asyncio.Semaphore(STREAM_WINDOW)
         write_lock = asyncio.Lock()

@@ -20,7 +20,7 @@ from ..limits import Limits
 from ..protos import tensorflow_pb2 as tf
 
 #: DataType -> (platform datatype, typed field).
-FROM_DT: dict[int, tuple[str, str]] = {
+FROM_DT: dict[tf.DataType, tuple[str, str]] = {
     tf.DT_FLOAT: ("FP32", "float_val"),
     tf.DT_DOUBLE: ("FP64", "double_val"),
     tf.DT_INT32: ("INT32", "int_val"),
@@ -36,7 +36,7 @@ FROM_DT: dict[int, tuple[str, str]] = {
     tf.DT_BFLOAT16: ("BF16", "half_val"),
     tf.DT_STRING: ("BYTES", "string_val"),
 }
-TO_DT: dict[str, int] = {datatype: dt for dt, (datatype, _) in FROM_DT.items()}
+TO_DT: dict[str, tf.DataType] = {datatype: dt for dt, (datatype, _) in FROM_DT.items()}
 
 
 def to_array(proto: Any, limits: Limits, alias: str = "") -> tuple[str, np.ndarray]:

@@ -12,6 +12,7 @@ fast lane from these same declarations.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -74,12 +75,12 @@ class TfRoutes:
         statuses = model_status(self.dataplane, _selector(request), self.service.signatures)
         return _json(documents.pretty(documents.status_json(statuses)))
 
-    def _metadata(self, selector: Selector) -> dict:
+    def _metadata(self, selector: Selector) -> dict[str, Any]:
         target = self.service.resolve(selector, "")
         signatures = self.service.signatures.of(target.model).signatures
         return documents.metadata_json(selector.name, target.model.version, signatures)
 
-    def _all_models(self) -> dict:
+    def _all_models(self) -> dict[str, Any]:
         """Extension: every model and its versions (TF Serving answers 400 here)."""
         names = sorted({entry.name for entry in self.dataplane.index()})
         models = []
