@@ -27,7 +27,9 @@ the server keeps serving. An optional ``http(self, body, headers)`` method
 (sync or async) answers a raw request on the model's own route (raw.py).
 
 Each instance runs behind one :class:`~modelplatform_python.runner.Runner`,
-chosen once at load; the backend only delegates:
+chosen once at load; the backend only delegates, with the instance's
+:class:`~modelplatform_python.bls.ModelCalls` current while the model's code
+runs (bls.bind), so Triton's BLS reaches the server that runs the model:
 
 - :class:`~modelplatform_python.thread_runner.ThreadRunner` (the default):
   the ``Model`` in the server process;
@@ -45,9 +47,9 @@ the class the plugin registers (:meth:`PythonBackend.with_options`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from modelplatform import (
     Backend,
@@ -70,6 +72,8 @@ from .runner import Runner
 from .thread_runner import ThreadRunner
 from .triton_runner import TritonRunner
 
+T = TypeVar("T")
+
 
 class PythonBackend(Backend):
     kind: ClassVar[str] = "python"
@@ -85,28 +89,41 @@ class PythonBackend(Backend):
     def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
         super().__init__(config, version_dir, instance_index)
         self._runner: Runner = _NotLoaded(config.name)
+        #: How this instance's model calls other models (BLS): made at load; None in a
+        #: process instance or without a server. The current calls while the model's code
+        #: runs (bls.bind), so pb_utils' exec() reaches the server that runs this model.
+        self._calls: ModelCalls | None = None
 
     async def load(self) -> None:
+        self._calls = self._model_calls()
         self._runner = await self._chosen_runner()
         self._runner.phases = self.phases  # the runner marks where the model's code runs
-        await self._runner.load()
+        await self._bound(self._runner.load())
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        return await self._runner.execute(batch)
+        token = bls.bind(self._calls)  # inline, not _bound: one frame less on every request
+        try:
+            return await self._runner.execute(batch)
+        finally:
+            bls.unbind(token)
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        return self._runner.stream(request)
+        return self._bound_steps(self._runner.stream(request))
 
     @property
     def streams(self) -> bool:
         return self.config.decoupled or self._runner.streams
 
     async def handle_raw(self, body: bytes, headers: Mapping[str, str]) -> RawResponse:
-        return await self._runner.handle_raw(body, headers)
+        return await self._bound(self._runner.handle_raw(body, headers))
 
     async def unload(self) -> None:
         runner, self._runner = self._runner, _NotLoaded(self.config.name)
-        await runner.unload()
+        try:
+            await self._bound(runner.unload())
+        finally:
+            if self._calls is not None:
+                bls.unloaded(self._calls)
 
     async def _chosen_runner(self) -> Runner:
         """The runner for this instance, from the model parameter and the file's contents."""
@@ -115,18 +132,44 @@ class PythonBackend(Backend):
             return ProcessRunner(config, version_dir, index, process_limits(config, self.options))
         refuse_limits_for_threads(config)
         module = await asyncio.to_thread(import_model_module, version_dir)
-        calls = self._model_calls()
         if getattr(module, "TritonPythonModel", None) is not None:
-            return TritonRunner(module, config, version_dir, index)
-        return ThreadRunner(module, config, version_dir, index, calls)
+            return TritonRunner(module, config, version_dir, index, self._calls)
+        return ThreadRunner(module, config, version_dir, index, self._calls)
 
     def _model_calls(self) -> ModelCalls | None:
-        """How this instance's model calls other models (BLS); pb_utils finds it bound."""
-        if self.dataplane is None:
-            return None
+        """How this instance's model calls other models (BLS), through the server that runs it."""
+        if self.dataplane is None or instance_kind(self.config) == PROCESS:
+            return None  # a process instance's model gets CallsRefused in its child
         calls = ModelCalls(self.dataplane, asyncio.get_running_loop())
-        bls.bind(calls)
+        bls.loaded(calls)
         return calls
+
+    async def _bound(self, work: Awaitable[T]) -> T:
+        """Await the model's ``work`` with this instance's calls current (bls.bound)."""
+        token = bls.bind(self._calls)
+        try:
+            return await work
+        finally:
+            bls.unbind(token)
+
+    async def _bound_steps(
+        self, responses: AsyncIterator[InferenceResponse]
+    ) -> AsyncIterator[InferenceResponse]:
+        """``responses`` with this instance's calls current at each step, whoever reads it."""
+        try:
+            while True:
+                token = bls.bind(self._calls)
+                try:
+                    response = await anext(responses)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    bls.unbind(token)
+                yield response
+        finally:
+            closing = getattr(responses, "aclose", None)  # a reader that left early closes it now
+            if closing is not None:
+                await closing()
 
 
 class _NotLoaded:

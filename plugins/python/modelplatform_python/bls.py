@@ -19,12 +19,20 @@ Where the calling code runs decides how it waits:
 A process instance (``python.instance_kind: process``) has no DataPlane in
 its child: its model gets :class:`CallsRefused`, whose every call fails
 with a clear ``Unsupported``.
+
+Triton's ``pb_utils.InferenceRequest(...).exec()`` has no handle to pass, so
+it reaches the calls of the model whose code runs now (:func:`bound`): a
+context variable the backend sets around each call into its model, so each
+model calls through the server that runs it, even with several servers in
+one process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 import numpy as np
@@ -162,17 +170,60 @@ def _discard(awaitable: Awaitable[Any]) -> None:
         close()
 
 
-#: The server's calls, for ``pb_utils`` (a module-level API with no handle to pass):
-#: bound when a python instance loads in a server process.
-_bound: ModelCalls | None = None
+#: The calls of the model whose code runs now, for ``pb_utils`` (a module-level API with
+#: no handle to pass). A context variable, not a global: the backend sets it around each
+#: call into its model (per task, so two servers on one event loop each see their own),
+#: and each instance's thread holds its own for good (calls.InstanceCaller). None: a
+#: model with no server to call (a backend built without one).
+_current: ContextVar[ModelCalls | None] = ContextVar("modelplatform_python_bls_calls")
+
+#: Every loaded instance's calls, asked only from a thread the model started itself: such a
+#: thread starts with an empty context (threading.Thread copies none), so it finds its
+#: server only while every loaded instance belongs to the same one.
+_loaded: set[ModelCalls] = set()
+_loaded_lock = threading.Lock()
 
 
-def bind(calls: ModelCalls) -> None:
-    global _bound  # noqa: PLW0603 - one server per process
-    _bound = calls
+def bind(calls: ModelCalls | None) -> Token[ModelCalls | None]:
+    """Make ``calls`` the current model's until :func:`unbind` (or for good, on its own thread)."""
+    return _current.set(calls)
+
+
+def unbind(token: Token[ModelCalls | None]) -> None:
+    _current.reset(token)
 
 
 def bound() -> ModelCalls:
-    if _bound is None:
+    """The calls of the model whose code runs in this context."""
+    try:
+        calls = _current.get()
+    except LookupError:  # a thread the model started, not one the server runs it on
+        calls = _only_server()
+    if calls is None:
         raise Unavailable("no server to call models through: BLS runs inside a server's model")
-    return _bound
+    return calls
+
+
+def loaded(calls: ModelCalls) -> None:
+    with _loaded_lock:
+        _loaded.add(calls)
+
+
+def unloaded(calls: ModelCalls) -> None:
+    with _loaded_lock:
+        _loaded.discard(calls)
+
+
+def _only_server() -> ModelCalls | None:
+    with _loaded_lock:
+        live = list(_loaded)
+    if not live:
+        return None
+    first = live[0]
+    if any(calls._dataplane is not first._dataplane for calls in live):
+        raise Unavailable(
+            "a model called another model from a thread it started itself while several servers "
+            "run in this process: start that thread under contextvars.copy_context().run so it "
+            "knows its server"
+        )
+    return first

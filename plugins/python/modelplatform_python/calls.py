@@ -65,8 +65,13 @@ def keep_on_thread() -> None:
 class InstanceCaller:
     """Runs one model instance's synchronous calls, inline or on its own thread."""
 
-    def __init__(self, name: str, budget_ns: int = INLINE_BUDGET_NS) -> None:
+    def __init__(
+        self, name: str, budget_ns: int = INLINE_BUDGET_NS, thread_setup: Callable[[], object] | None = None
+    ) -> None:
         self._name = name
+        #: Run once on the instance's thread when it starts (bls.bind: the thread's context
+        #: keeps the instance's calls for good, so no call pays to carry a context over).
+        self._thread_setup = thread_setup
         self._budget_ns = budget_ns
         self._average_ns = float("inf")
         self._probes = 0
@@ -86,7 +91,9 @@ class InstanceCaller:
             except NeedsThread:
                 self.pinned = True  # and run it again below, where it may block
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix=self._name)
+            self._executor = ThreadPoolExecutor(
+                1, thread_name_prefix=self._name, initializer=self._thread_setup
+            )
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._on_thread, function, *args)
 

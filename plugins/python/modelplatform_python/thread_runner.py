@@ -21,7 +21,7 @@ import numpy as np
 
 from modelplatform import InferenceRequest, InferenceResponse, InvalidArgument, ModelConfig, RawResponse
 
-from .bls import ModelCalls
+from .bls import ModelCalls, bind
 from .calls import InstanceCaller
 from .infer_runner import Infer, InferRunner
 from .loader import forget_module, model_class
@@ -45,7 +45,9 @@ class ThreadRunner(InferRunner):
         self._calls = calls
         self._module = module
         self._version_dir = version_dir
-        self._caller = InstanceCaller(f"{config.name}-{instance}")
+        self._caller = InstanceCaller(
+            f"{config.name}-{instance}", thread_setup=functools.partial(bind, calls)
+        )
         self._model: Any = None
 
     async def load(self) -> None:

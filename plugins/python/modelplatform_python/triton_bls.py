@@ -3,12 +3,13 @@
 Triton's contract: the call answers a ``pb_utils.InferenceResponse`` whose
 ``has_error()`` tells a failed call (it does not raise); ``decoupled=True``
 answers an iterator of responses (``async_exec``: an async iterator).
-Output tensors wrap the called model's arrays: no copy either way.
+Output tensors wrap the called model's arrays: no copy either way. The
+call goes through the server that runs the calling model (bls.bound).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from modelplatform import (
@@ -18,10 +19,11 @@ from modelplatform import (
     ModelPlatformError,
     RequestedOutput,
     Tensor,
+    Unavailable,
 )
 
 from . import triton_utils as pb
-from .bls import bound
+from .bls import ModelCalls, bound
 
 _CODES = {
     ErrorCode.INVALID_ARGUMENT: pb.TritonError.INVALID_ARG,
@@ -36,30 +38,38 @@ _CODES = {
 def exec_sync(request: pb.InferenceRequest, decoupled: bool) -> Any:
     calls = bound()
     if decoupled:
-        return _responses_sync(request)
-    return calls.wait(exec_async(request, False))
+        return calls.iterate(_responses(calls, request))
+    return calls.wait(_called(calls, request))
 
 
 async def exec_async(request: pb.InferenceRequest, decoupled: bool) -> Any:
-    if decoupled:
-        return _responses(request)
     try:
-        return _answer(await bound().call_async(_neutral(request)))
+        calls = bound()
+    except Unavailable as error:  # async_exec answers every failure, it never raises
+        return _failures(error) if decoupled else _failed(error)
+    if decoupled:
+        return _responses(calls, request)
+    return await _called(calls, request)
+
+
+async def _called(calls: ModelCalls, request: pb.InferenceRequest) -> pb.InferenceResponse:
+    try:
+        return _answer(await calls.call_async(_neutral(request)))
     except ModelPlatformError as error:
         return _failed(error)
 
 
-def _responses_sync(request: pb.InferenceRequest) -> Iterator[pb.InferenceResponse]:
-    return bound().iterate(_responses(request))
-
-
-async def _responses(request: pb.InferenceRequest) -> AsyncIterator[pb.InferenceResponse]:
+async def _responses(calls: ModelCalls, request: pb.InferenceRequest) -> AsyncIterator[pb.InferenceResponse]:
     """Every response of the called model; a failure becomes the last, with its error."""
     try:
-        async for response in bound().responses(_neutral(request)):
+        async for response in calls.responses(_neutral(request)):
             yield _answer(response)
     except ModelPlatformError as error:
         yield _failed(error)
+
+
+async def _failures(error: ModelPlatformError) -> AsyncIterator[pb.InferenceResponse]:
+    yield _failed(error)
 
 
 def _neutral(request: pb.InferenceRequest) -> InferenceRequest:

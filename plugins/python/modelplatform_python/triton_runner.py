@@ -16,6 +16,7 @@ request's response sender (decoupled.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from modelplatform import (
 
 from . import triton_bls
 from . import triton_utils as pb
+from .bls import ModelCalls, bind
 from .calls import InstanceCaller
 from .decoupled import ResponseSender
 from .loader import forget_module
@@ -64,9 +66,19 @@ _ERRORS: dict[int, type[ModelPlatformError]] = {
 class TritonRunner:
     """One ``TritonPythonModel`` instance living in the server process."""
 
-    def __init__(self, module: ModuleType, config: ModelConfig, version_dir: Path, instance: int) -> None:
+    def __init__(
+        self,
+        module: ModuleType,
+        config: ModelConfig,
+        version_dir: Path,
+        instance: int,
+        calls: ModelCalls | None = None,
+    ) -> None:
         self._module = module
-        self._caller = InstanceCaller(f"{config.name}-{instance}")
+        # The instance's thread knows its server's calls, for exec() (bls.bound).
+        self._caller = InstanceCaller(
+            f"{config.name}-{instance}", thread_setup=functools.partial(bind, calls)
+        )
         self._config = config
         self._version_dir = version_dir
         self._instance = instance
