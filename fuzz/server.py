@@ -138,7 +138,7 @@ class FuzzServer:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         self.loop.run_until_complete(load_initial_models(self.context.settings, self.composition.models))
-        self.context.dataplane.accepting = True
+        self.context.dataplane.health.accepting = True
         self.router = build_router(self.context)
         self._grpc = _RecordingGrpcServer()
         for service in self.context.grpc_services:

@@ -4,8 +4,8 @@ What a plugin needs and nothing else: ``hookimpl``; the declarations the
 ``register_*`` hooks return (HTTP dialects and routes with their neutral
 request and reply, gRPC services, codecs); the backend contract and its
 result types; tensors, requests and responses; model configuration; the
-errors; read-only settings and limits; the DataPlane every dialect calls and
-its read-only views; the ServerContext hooks receive. Everything else in the
+errors; read-only settings and limits; the DataPlane every dialect calls (its
+parts: inference, repository, health, observation) and its read-only views; the ServerContext hooks receive. Everything else in the
 package is private to the core and may change.
 
 Importing this module to write a backend loads no transport: the gRPC
@@ -71,7 +71,8 @@ from modelplatform.dataplane.declarations import (
     HttpRoute,
     json_error,
 )
-from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata, VersionInfo
+from modelplatform.dataplane.facade import DataPlane
+from modelplatform.dataplane.views import ModelMetadata, TensorMetadata, VersionInfo
 from modelplatform.frontends.gate import HeaderCheck, header_check
 from modelplatform.models import IndexEntry
 from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse

@@ -48,7 +48,7 @@ async def test_a_failing_startup_stops_the_server_from_starting(tmp_path):
     with capture_logs() as logs:
         with pytest.raises(RuntimeError, match="cannot warm up"):
             await server.__aenter__()
-        assert not server.context.dataplane.accepting
+        assert not server.context.dataplane.health.accepting
         await server.running.stop()
     assert "server_started" not in [entry["event"] for entry in logs]
 

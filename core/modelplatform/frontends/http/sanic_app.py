@@ -45,7 +45,7 @@ from modelplatform.frontends.http.timeouts import NO_LIMIT_S, HttpTimeouts, with
 if TYPE_CHECKING:
     from modelplatform.dataplane.context import ServerContext
     from modelplatform.dataplane.draining import Drain
-    from modelplatform.dataplane.facade import DataPlane
+    from modelplatform.dataplane.inference import Inference
 
 _app_numbers = itertools.count()
 _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
@@ -54,10 +54,10 @@ _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
 def build_router(context: ServerContext) -> Router:
     """Every dialect's routes, each handler run inside a request scope (observing.py)."""
     dialects = list(context.dialects.values())
-    opener = ScopeOpener(context.dataplane.observers)
-    dataplane, limit = context.dataplane, context.settings.max_request_bytes
+    opener = ScopeOpener(context.dataplane.observation.observers)
+    inference, limit = context.dataplane.inference, context.settings.max_request_bytes
     routes = {
-        d.name: [_scoped(route, protocol_of(d), opener, dataplane, limit) for route in d.routes(context)]
+        d.name: [_scoped(route, protocol_of(d), opener, inference, limit) for route in d.routes(context)]
         for d in dialects
     }
     return Router(dialects, routes)
@@ -69,7 +69,7 @@ def protocol_of(dialect: HttpDialect) -> str:
 
 
 def _scoped(
-    route: HttpRoute, protocol: str, opener: ScopeOpener, dataplane: DataPlane, max_request_bytes: int
+    route: HttpRoute, protocol: str, opener: ScopeOpener, inference: Inference, max_request_bytes: int
 ) -> HttpRoute:
     """``route`` with its handler counted under ``protocol`` (one wrapper for both paths),
     its body's Content-Encoding undone first.
@@ -94,7 +94,7 @@ def _scoped(
             raise
         finally:
             if failed and model_param is not None and not counted_in_call():
-                dataplane.count_refused(request.params.get(model_param, "") if model_param else "")
+                inference.count_refused(request.params.get(model_param, "") if model_param else "")
             # A streamed body is produced after this returns, in this task: it keeps the scope.
             if not streamed:
                 current_scope.reset(token)
@@ -129,8 +129,8 @@ def create_app(context: ServerContext) -> Sanic:
         router, PathOwners(context.dialects.values()), context.settings.max_request_bytes, timeouts
     )
     dispatcher.access = access
-    dispatcher.drain = context.dataplane.drain
-    dispatcher.dataplane = context.dataplane
+    dispatcher.drain = context.dataplane.health.drain
+    dispatcher.inference = context.dataplane.inference
 
     async def every_route(request: Request, path: str = "") -> HTTPResponse | None:
         return await dispatcher.dispatch(request)
@@ -141,7 +141,7 @@ def create_app(context: ServerContext) -> Sanic:
     app.error_handler.add(SanicException, dispatcher.framework_error)
     app.error_handler.add(Exception, dispatcher.framework_error)
     app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes, timeouts, access)
-    app.ctx.drain = context.dataplane.drain  # the lane asks it whether to keep connections
+    app.ctx.drain = context.dataplane.health.drain  # the lane asks it whether to keep connections
     return app
 
 
@@ -156,7 +156,7 @@ class Dispatcher:
         #: Once the shutdown drain closes connections, every answer says ``Connection: close``.
         self.drain: Drain | None = None
         #: Counts inference requests refused before their route's handler ran (413, 408, 400).
-        self.dataplane: DataPlane | None = None
+        self.inference: Inference | None = None
         #: Restricted APIs and API keys, asked before a body is read (None: nothing to check).
         self.access: HttpAccess | None = None
 
@@ -197,10 +197,10 @@ class Dispatcher:
 
     def count_refused(self, match: Match | None) -> None:
         """An inference request refused before its handler ran (no scope is set yet)."""
-        if match is None or match.route.model_param is None or self.dataplane is None:
+        if match is None or match.route.model_param is None or self.inference is None:
             return
         param = match.route.model_param
-        self.dataplane.count_refused(match.params.get(param, "") if param else "", protocol_of(match.dialect))
+        self.inference.count_refused(match.params.get(param, "") if param else "", protocol_of(match.dialect))
 
     def _miss(self, method: str, path: str) -> HttpReply:
         if self.router.allowed_methods(path):
