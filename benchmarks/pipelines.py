@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InferenceRequest, Tensor
-from modelplatform.base.settings import Settings
+from modelplatform import InferenceRequest, Settings, Tensor
 from modelplatform.testing import InProcessServer, ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
