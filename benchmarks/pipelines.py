@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import InferenceRequest, Tensor
-from modelplatform.base.settings import Settings
+from modelplatform import InferenceRequest, Settings, Tensor
 from modelplatform.testing import InProcessServer, ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +89,7 @@ async def _in_process(settings: Settings) -> list[dict[str, Any]]:
             return InferenceRequest(model, tensors)
 
         models = ("simple", "alone_async", "nested_async", "bls_simple", "simple_ensemble")
-        times = {m: await _per_call(lambda m=m: dataplane.infer(request(m))) for m in models}
+        times = {m: await _per_call(lambda m=m: dataplane.inference.infer(request(m))) for m in models}
     nested = times["nested_async"] - times["alone_async"]
     return [
         _row("simple, direct (in-process)", times["simple"]),

@@ -1,6 +1,7 @@
 """Micro-benchmark: what the request scope and tracing add to one HTTP route call.
 
-Times the core's route wrapper (http/sanic_app._scoped) around a handler that
+Times the core's route wrapper (``modelplatform.testing.scoped_route``, the one
+both HTTP paths serve every route through) around a handler that
 counts one success in a ModelStats, as a real inference does, with: no
 wrapper (the handler alone), the wrapper and tracing off (no observers, the
 default), tracing on at Triton's default rate (1 in 1000), and tracing every
@@ -13,19 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
-from modelplatform.base.observing import ScopeOpener
-from modelplatform.dataplane.declarations import HttpReply, HttpRequest, HttpRoute
-from modelplatform.frontends.http.sanic_app import _scoped
-from modelplatform.models.stats import ModelStats
-from modelplatform.testing import free_port
+from modelplatform import HttpReply, HttpRequest, HttpRoute, ModelStats
+from modelplatform.testing import free_port, scoped_route
 from modelplatform_tracing.settings import TraceSetting, TraceSettings
 from modelplatform_tracing.spans import SpanWriter
 
 CALLS = 50_000
 REPLY = HttpReply(200, b"{}")
-LIMIT = 1 << 20
 
 
 def main() -> None:
@@ -38,16 +34,13 @@ def main() -> None:
     route = HttpRoute(("POST",), "/v2/models/{model}/infer", handler, model_param="model")
     request = HttpRequest("POST", route.path, {}, {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-00"})
     endpoint = f"http://127.0.0.1:{free_port()}/v1/traces"  # nobody listens: export fails off the loop
-    dataplane: Any = None  # only asked to count a refusal, which a success never is
     cases = {
         "handler alone": route,
-        "scoped, tracing off": _scoped(route, "oip_http", ScopeOpener([]), dataplane, LIMIT),
-        "tracing on, rate 1000": _scoped(
-            route, "oip_http", ScopeOpener([SpanWriter(endpoint, _settings(1000), "bench")]), dataplane, LIMIT
+        "scoped, tracing off": scoped_route(route, "oip_http"),
+        "tracing on, rate 1000": scoped_route(
+            route, "oip_http", [SpanWriter(endpoint, _settings(1000), "bench")]
         ),
-        "tracing on, rate 1": _scoped(
-            route, "oip_http", ScopeOpener([SpanWriter(endpoint, _settings(1), "bench")]), dataplane, LIMIT
-        ),
+        "tracing on, rate 1": scoped_route(route, "oip_http", [SpanWriter(endpoint, _settings(1), "bench")]),
     }
     for label, case in cases.items():
         print(f"{label:24s} {asyncio.run(_time(case, request)):7.2f} us/call")

@@ -1,11 +1,11 @@
-"""The real server's pieces, composed once per fuzzing process, with no port opened.
+"""The real server, composed once per fuzzing process, with no port opened.
 
-HTTP inputs go to the route the core's router matches, through the same
-``call_route`` both HTTP paths use (Content-Encoding included), and errors
-become replies through the same ``route_failure``. gRPC inputs go through the
-method handler the plugin registered on the gRPC server: its deserialiser,
-then its behaviour with a servicer context that records what the call aborts
-with.
+Built with ``modelplatform.testing`` only (ComposedServer, resolved_settings):
+HTTP inputs take the steps both HTTP paths take (match, admit, timeout, the
+route's scoped handler with Content-Encoding undone, failure rendered in the
+dialect's shape). gRPC inputs go through the method handler the plugin
+registered on the gRPC server: its deserialiser, then its behaviour with a
+servicer context that records what the call aborts with.
 """
 
 from __future__ import annotations
@@ -20,13 +20,8 @@ from typing import Any
 import grpc
 import structlog
 
-from modelplatform.base.errors import ModelPlatformError
-from modelplatform.composition.options import resolve
-from modelplatform.composition.server import compose, load_initial_models
-from modelplatform.dataplane.declarations import HttpReply, HttpRequest
-from modelplatform.frontends.http.encoding import call_route
-from modelplatform.frontends.http.failures import route_failure
-from modelplatform.frontends.http.sanic_app import build_router
+from modelplatform import ModelPlatformError
+from modelplatform.testing import ComposedServer, resolved_settings
 
 REPOSITORY = Path(__file__).resolve().parent.parent / "model_repository"
 #: The example models the targets aim at: every datatype family, both backends.
@@ -133,13 +128,11 @@ class FuzzServer:
             "allow_file_upload": True,
             **settings,
         }
-        self.composition = compose(resolve(env={}, overrides=overrides))
-        self.context = self.composition.context
+        self.server = ComposedServer(resolved_settings(**overrides))
+        self.context = self.server.context
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(load_initial_models(self.context.settings, self.composition.models))
-        self.context.dataplane.accepting = True
-        self.router = build_router(self.context)
+        self.loop.run_until_complete(self.server.start())
         self._grpc = _RecordingGrpcServer()
         for service in self.context.grpc_services:
             service.add_to_server(self._grpc, self.context)
@@ -155,18 +148,13 @@ class FuzzServer:
         self, method: str, path: str, body: bytes, headers: Mapping[str, str], query: str = ""
     ) -> Outcome:
         """``headers`` in lower case, as both HTTP paths hand them to a route."""
-        match = self.router.match(method, path)
-        if match is None:
-            return Outcome(404)
-        request = HttpRequest(method, path, match.params, headers, body, query)
-        try:
-            reply = await call_route(match.route, request, self.context.settings.max_request_bytes)
-            await _drain(reply)
-        except ModelPlatformError as error:
-            reply = route_failure(match.dialect, error, path, match.params)
+        raised: list[Exception] = []
+        reply = await self.server.http(method, path, body, headers, query, raised.append)
+        error = raised[-1] if raised else None
+        if isinstance(error, ModelPlatformError):
             return Outcome(reply.status, None, error.message)
-        except Exception as error:  # noqa: BLE001 - a finding: it would have been a 500
-            return Outcome(500, error, repr(error))
+        if error is not None:
+            return Outcome(500, error, repr(error))  # a finding: the server answers 500
         return Outcome(reply.status, None, "" if reply.status < 400 else _text(reply.body))
 
     def grpc_method(self, full_method: str) -> Any:
@@ -202,7 +190,7 @@ class FuzzServer:
         return _in_band(answer if handler.unary_unary is not None else context.written)
 
     def close(self) -> None:
-        self.run(self.composition.models.shutdown())
+        self.run(self.server.close())
         self.loop.close()
 
 
@@ -227,13 +215,6 @@ def _in_band(answer: Any) -> Outcome:
 
 def _text(body: Any) -> str:
     return bytes(body).decode("utf-8", "replace") if isinstance(body, (bytes, bytearray, memoryview)) else ""
-
-
-async def _drain(reply: HttpReply) -> None:
-    """A streamed answer fails while it is sent: read it to the end."""
-    if reply.streamed:
-        async for _ in reply.body:  # type: ignore[union-attr]  # reply.streamed: an async iterator
-            pass
 
 
 def _quiet() -> None:

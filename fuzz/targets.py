@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from modelplatform.base.errors import ModelPlatformError
-from modelplatform.base.model_config import read_config
+from modelplatform import ModelPlatformError
+from modelplatform.testing import read_model_config
 
 from . import seeds
 from .server import MODELS, FuzzServer, Outcome
@@ -185,7 +185,7 @@ class _ConfigFolder:
     def read(self, text: bytes) -> Outcome:
         (self.folder / "config.pbtxt").write_bytes(text)
         try:
-            read_config(self.folder)
+            read_model_config(self.folder)
         except ModelPlatformError as error:
             return Outcome(400 if error.code.value == "INVALID_ARGUMENT" else 500)
         except Exception as error:  # noqa: BLE001 - a finding: a load would fail with a 500

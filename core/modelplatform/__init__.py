@@ -5,8 +5,8 @@ What a plugin needs and nothing else: ``hookimpl``; the declarations the
 request and reply, gRPC services, codecs); the backend contract and its
 result types; tensors, requests and responses; model configuration; the
 errors; option declarations (``Option``, ``tls_options``), read-only
-settings and limits; the DataPlane every dialect calls and
-its read-only views; the ServerContext hooks receive. At most 70 names
+settings and limits; the DataPlane every dialect calls (its
+parts: inference, repository, health, observation) and its read-only views; the ServerContext hooks receive. At most 70 names
 (tests/core/test_public_api.py lists them): a helper only one feature needs
 lives in the plugin that owns it or in a documented sub-API:
 
@@ -71,7 +71,8 @@ from modelplatform.dataplane.declarations import (
     HttpRequest,
     HttpRoute,
 )
-from modelplatform.dataplane.facade import DataPlane, ModelMetadata, TensorMetadata
+from modelplatform.dataplane.facade import DataPlane
+from modelplatform.dataplane.views import ModelMetadata, TensorMetadata
 from modelplatform.frontends.gate import HeaderCheck, header_check
 from modelplatform.models import IndexEntry
 from modelplatform.models.backend import Backend, ExecuteResult, PhaseClock, RawResponse, ServerCalls

@@ -7,6 +7,22 @@
   event loop, with extra plugin objects, for tests that need no subprocess.
 - :class:`FunctionBackend`: a backend whose model is a Python function,
   registered by name with :func:`function_model`.
+
+For harnesses that drive the real request path without sockets (the fuzzer in
+``fuzz/``, benchmarks in ``benchmarks/``; neither may import anything else of
+the core but ``modelplatform`` and this module):
+
+- :func:`resolved_settings`: settings as ``platform serve`` resolves them from
+  the given values, with no environment variable read.
+- :class:`ComposedServer`: the composed server, models loaded, no port opened.
+  :meth:`ComposedServer.http` takes a request through the steps both HTTP
+  paths take (match, admit, response timeout, the route's scoped handler,
+  failure rendered in the dialect's shape: ``frontends/http/dispatch.py``);
+  ``context.grpc_services`` register their handlers with any stand-in server.
+- :func:`scoped_route`: a route's handler wrapped as the HTTP front end wraps
+  it (request scope, observers), to time that wrapper.
+- :func:`read_model_config`: a model folder's configuration as the repository
+  reads it, validated (raises what a load would).
 """
 
 from __future__ import annotations
@@ -19,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,9 +43,16 @@ import numpy as np
 
 from modelplatform.base.errors import ModelExecutionError, ModelPlatformError
 from modelplatform.base.inference import InferenceRequest, InferenceResponse, Tensor
+from modelplatform.base.model_config import ModelConfig, read_config
+from modelplatform.base.observing import RequestObserver, ScopeOpener
 from modelplatform.base.settings import Settings
+from modelplatform.composition.options import resolve
 from modelplatform.composition.plugins import hookimpl
-from modelplatform.composition.server import RunningServer, compose
+from modelplatform.composition.server import RunningServer, compose, load_initial_models
+from modelplatform.dataplane.context import ServerContext
+from modelplatform.dataplane.declarations import HttpReply, HttpRequest, HttpRoute
+from modelplatform.frontends.http import dispatch
+from modelplatform.frontends.http.admission import admitted
 from modelplatform.models.backend import Backend, ExecuteResult
 
 #: The metrics plugin's default port: InProcessServer moves it to a free port.
@@ -183,3 +206,88 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def resolved_settings(**values: Any) -> Settings:
+    """Settings as ``platform serve`` resolves them from ``values`` (checked the same way,
+    installed plugins' options included); no ``MODELPLATFORM_*`` variable of this process is read."""
+    return resolve(env={}, overrides=values)
+
+
+def read_model_config(model_dir: Path) -> ModelConfig:
+    """``model_dir``'s config.pbtxt as the repository reads it; raises what a load would."""
+    return read_config(model_dir)
+
+
+def scoped_route(route: HttpRoute, protocol: str, observers: Iterable[RequestObserver] = ()) -> HttpRoute:
+    """``route`` as the HTTP front end serves it: its handler in a request scope counted under
+    ``protocol`` and told to ``observers``. No server: a refusal is counted nowhere."""
+    opener = ScopeOpener(list(observers))
+    return dispatch.scoped_route(route, protocol, opener, _count_nowhere, Settings().max_request_bytes)
+
+
+def _count_nowhere(name: str) -> None:
+    """A refusal of a route served without a server: nobody keeps counters."""
+
+
+class ComposedServer:
+    """The server composed from ``settings`` and ``extra_plugins``, with no port opened.
+
+    ``await start()`` loads the start-up models and turns the server ready;
+    :meth:`http` answers a request as both HTTP paths do; ``context`` is the
+    ServerContext plugins get (``context.grpc_services`` add their handlers
+    to whatever server object they are given). ``await close()`` unloads.
+    """
+
+    def __init__(self, settings: Settings, extra_plugins: Sequence[object] = ()) -> None:
+        self._composition = compose(settings, extra_plugins)
+        self.context: ServerContext = self._composition.context
+        self._http = dispatch.HttpDispatch.of(self.context)
+
+    async def start(self) -> None:
+        await load_initial_models(self.context.settings, self._composition.models)
+        self.context.dataplane.health.accepting = True
+
+    async def http(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        query: str = "",
+        raised: Callable[[Exception], None] | None = None,
+    ) -> HttpReply:
+        """The reply to one request (``headers`` in lower case, as both paths hand them on).
+
+        A streamed reply is read to its end here and comes back as one body; a
+        failure while it streams is answered as a failure before it would be.
+        ``raised`` sees every error the route raised, before it is rendered (one
+        that is no platform error the server answers 500: a harness's finding).
+        """
+        http = self._http
+        match = http.match(method, path)
+        if match is None:
+            return http.miss(method, path)
+        request = HttpRequest(method, path, match.params, headers or {}, body, query)
+        refusal, verdict = http.admit(match, request.headers)
+        if refusal is not None:
+            return refusal
+
+        def failed(error: Exception) -> HttpReply | None:
+            if raised is not None:
+                raised(error)
+            return None
+
+        with admitted(verdict):
+            reply = await http.answer(match, request, failed)
+            if not reply.streamed:
+                return reply
+            try:
+                chunks = [bytes(chunk) async for chunk in reply.body]  # type: ignore[union-attr]  # reply.streamed: an async iterator
+            except Exception as error:  # noqa: BLE001 - rendered as the server renders a route's failure
+                failed(error)
+                return http.failure(match, error, path)
+        return dataclasses.replace(reply, body=b"".join(chunks))
+
+    async def close(self) -> None:
+        await self._composition.models.shutdown()

@@ -80,14 +80,14 @@ def _request(n: int) -> InferenceRequest:
 
 async def test_a_stream_without_aclose_answers_in_full(tmp_path: Path) -> None:
     async with InProcessServer(_settings(tmp_path), [CountdownPlugin()]) as server:
-        got = [r async for r in server.context.dataplane.stream(_request(3))]
+        got = [r async for r in server.context.dataplane.inference.stream(_request(3))]
         assert [int(r.outputs[0].data[0]) for r in got] == [3, 2, 1]
         assert server.running.models.get("countdown").in_flight == 0
 
 
 async def test_a_stream_without_aclose_stops_early_and_is_released(tmp_path: Path) -> None:
     async with InProcessServer(_settings(tmp_path), [CountdownPlugin()]) as server:
-        responses = server.context.dataplane.stream(_request(100))
+        responses = server.context.dataplane.inference.stream(_request(100))
         first = await anext(responses)
         assert int(first.outputs[0].data[0]) == 100
         await responses.aclose()

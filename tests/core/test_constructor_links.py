@@ -58,8 +58,8 @@ async def test_the_manager_relays_api_operations_to_the_replicator_it_was_given(
 async def test_the_dataplane_sums_the_statistics_of_the_siblings_it_was_given(tmp_path):
     models = ModelManager(_repository(tmp_path), BackendRegistry([FunctionBackend]))
     await models.load("twice")
-    alone = DataPlane(models, "s", "v", [])
-    joined = DataPlane(models, "s", "v", [], siblings=CountingSiblings())
-    assert [s.inference_count for s in await alone.statistics("twice")] == [0]
-    assert [s.inference_count for s in await joined.statistics("twice")] == [5]
+    alone = DataPlane.of(models, "s", "v", [])
+    joined = DataPlane.of(models, "s", "v", [], siblings=CountingSiblings())
+    assert [s.inference_count for s in await alone.observation.statistics("twice")] == [0]
+    assert [s.inference_count for s in await joined.observation.statistics("twice")] == [5]
     await models.shutdown()

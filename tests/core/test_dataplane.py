@@ -61,11 +61,11 @@ def _request(model: str, array: np.ndarray, version: str = "") -> InferenceReque
 async def test_infer_runs_the_latest_version(repo):
     async with InProcessServer(_settings(repo), [FunctionBackendPlugin]) as server:
         dataplane = server.context.dataplane
-        response = await dataplane.infer(_request("double", np.ones((3, 2), np.float32)))
+        response = await dataplane.inference.infer(_request("double", np.ones((3, 2), np.float32)))
         assert response.model_version == "2" and response.id == "r1"
         np.testing.assert_array_equal(response.outputs[0].data, np.full((3, 2), 2.0))
-        assert dataplane.ready()
-        assert dataplane.model_metadata("double").versions == ["2"]
+        assert dataplane.health.ready()
+        assert dataplane.repository.model_metadata("double").versions == ["2"]
         stats = server.running.models.get("double").stats.to_json()
         # Triton counts inferences as batch rows: one execution of a 3-row request
         assert stats["inference_count"] == 3 and stats["execution_count"] == 1
@@ -75,14 +75,14 @@ async def test_errors_fail_alone_and_the_model_keeps_serving(repo):
     async with InProcessServer(_settings(repo), [FunctionBackendPlugin]) as server:
         dataplane = server.context.dataplane
         with pytest.raises(ModelExecutionError, match="RuntimeError: boom"):
-            await dataplane.infer(_request("explode", np.ones((1, 2), np.float32)))
+            await dataplane.inference.infer(_request("explode", np.ones((1, 2), np.float32)))
         with pytest.raises(InvalidInput, match="expected datatype FP32, got INT32"):
-            await dataplane.infer(_request("double", np.ones((1, 2), np.int32)))
+            await dataplane.inference.infer(_request("double", np.ones((1, 2), np.int32)))
         with pytest.raises(ModelNotFound):
-            await dataplane.infer(_request("nothing", np.ones((1, 2), np.float32)))
+            await dataplane.inference.infer(_request("nothing", np.ones((1, 2), np.float32)))
         with pytest.raises(ModelNotFound):
-            await dataplane.infer(_request("double", np.ones((1, 2), np.float32), version="7"))
-        response = await dataplane.infer(_request("double", np.ones((1, 2), np.float32)))
+            await dataplane.inference.infer(_request("double", np.ones((1, 2), np.float32), version="7"))
+        response = await dataplane.inference.infer(_request("double", np.ones((1, 2), np.float32)))
         assert response.outputs[0].data.tolist() == [[2.0, 2.0]]
         stats = server.running.models.get("double").stats.to_json()
         assert stats["inference_stats"]["fail"]["count"] == 1  # the INT32 request
@@ -97,7 +97,7 @@ async def test_unload_and_index(repo):
             models.get("double")  # unloaded answers as not there, not as busy
         states = {(e.name, e.version): (e.state, e.reason) for e in models.index()}
         assert states[("double", "2")] == ("UNAVAILABLE", "unloaded")
-        assert server.context.dataplane.ready()  # an unloaded model is not expected to be READY
+        assert server.context.dataplane.health.ready()  # an unloaded model is not expected to be READY
         await models.load("double")
         assert models.get("double").state is ModelState.READY
 
@@ -107,4 +107,4 @@ async def test_missing_function_is_a_load_failure_with_reason(repo):
     async with InProcessServer(_settings(repo), [FunctionBackendPlugin]) as server:
         entry = next(e for e in server.running.models.index() if e.name == "orphan")
         assert entry.state == "UNAVAILABLE" and "no function registered" in entry.reason
-        assert server.context.dataplane.model_ready("double")
+        assert server.context.dataplane.health.model_ready("double")

@@ -1,4 +1,4 @@
-"""DataPlane.call_raw and DataPlane.stream: in flight, in the statistics, on every instance."""
+"""dataplane.inference.call_raw and .stream: in flight, in the statistics, on every instance."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def _stream_request(n: int) -> InferenceRequest:
 async def test_raw_calls_answer_take_turns_and_count_in_the_statistics(server: InProcessServer) -> None:
     async with server:
         dataplane = server.context.dataplane
-        answers = [await dataplane.call_raw("raw", "", b"hi", {"x-who": "me"}) for _ in range(4)]
+        answers = [await dataplane.inference.call_raw("raw", "", b"hi", {"x-who": "me"}) for _ in range(4)]
         assert [a.body for a in answers] == [b"0:me", b"1:me", b"0:me", b"1:me"]
         assert answers[0].content_type == "text/plain" and answers[0].status == 200
         assert _counts(server) == (4, 0, 4, {0: 2, 1: 2})
@@ -121,7 +121,7 @@ async def test_raw_calls_answer_take_turns_and_count_in_the_statistics(server: I
 async def test_a_failing_raw_call_is_counted_as_a_failure(server: InProcessServer) -> None:
     async with server:
         with pytest.raises(ModelExecutionError, match="boom"):
-            await server.context.dataplane.call_raw("raw", "1", b"fail", {})
+            await server.context.dataplane.inference.call_raw("raw", "1", b"fail", {})
         assert _counts(server)[:2] == (0, 1) and _in_flight(server) == 0
 
 
@@ -129,11 +129,11 @@ async def test_unload_waits_for_a_raw_call_in_flight(server: InProcessServer) ->
     async with server:
         dataplane = server.context.dataplane
         GATES["raw"] = asyncio.Event()
-        call = asyncio.ensure_future(dataplane.call_raw("raw", "", b"wait", {}))
+        call = asyncio.ensure_future(dataplane.inference.call_raw("raw", "", b"wait", {}))
         while _in_flight(server) == 0:
             await asyncio.sleep(0.001)
         model = server.running.models.get("raw")
-        unload = asyncio.ensure_future(dataplane.unload("raw"))
+        unload = asyncio.ensure_future(dataplane.repository.unload("raw"))
         await asyncio.sleep(0.05)
         assert not unload.done() and model.state.value == "UNLOADING"
         GATES["raw"].set()
@@ -144,7 +144,7 @@ async def test_unload_waits_for_a_raw_call_in_flight(server: InProcessServer) ->
 
 async def test_a_streamed_raw_body_stays_in_flight_until_read_to_the_end(server: InProcessServer) -> None:
     async with server:
-        raw = await server.context.dataplane.call_raw("raw", "", b"chunks", {})
+        raw = await server.context.dataplane.inference.call_raw("raw", "", b"chunks", {})
         assert (raw.status, raw.content_type) == (201, "text/plain")
         assert _in_flight(server) == 1
         assert [chunk async for chunk in raw.body] == [b"a", b"b"]  # type: ignore[union-attr]  # a streamed raw body
@@ -154,19 +154,19 @@ async def test_a_streamed_raw_body_stays_in_flight_until_read_to_the_end(server:
 async def test_closing_a_streamed_raw_body_early_ends_the_call_uncounted(server: InProcessServer) -> None:
     async with server:
         dataplane = server.context.dataplane
-        raw = await dataplane.call_raw("raw", "", b"chunks", {})
+        raw = await dataplane.inference.call_raw("raw", "", b"chunks", {})
         assert await anext(raw.body) == b"a"  # type: ignore[arg-type]  # a streamed raw body
         await raw.body.aclose()  # type: ignore[union-attr]  # a streamed raw body
-        unread = await dataplane.call_raw("raw", "", b"chunks", {})
+        unread = await dataplane.inference.call_raw("raw", "", b"chunks", {})
         assert _in_flight(server) == 1
         await unread.body.aclose()  # type: ignore[union-attr]  # a streamed raw body
         assert _in_flight(server) == 0 and _counts(server)[:2] == (0, 0)
-        await asyncio.wait_for(dataplane.unload("raw"), 5)
+        await asyncio.wait_for(dataplane.repository.unload("raw"), 5)
 
 
 async def test_a_failing_chunk_fails_the_call(server: InProcessServer) -> None:
     async with server:
-        raw = await server.context.dataplane.call_raw("raw", "", b"bad chunks", {})
+        raw = await server.context.dataplane.inference.call_raw("raw", "", b"bad chunks", {})
         with pytest.raises(ModelExecutionError, match="broken chunk"):
             [chunk async for chunk in raw.body]  # type: ignore[union-attr]  # a streamed raw body
         assert _in_flight(server) == 0 and _counts(server)[:2] == (0, 1)
@@ -177,8 +177,8 @@ async def test_streams_spread_over_every_instance_and_count_in_flight(server: In
         dataplane = server.context.dataplane
         GATES["stream"] = asyncio.Event()
         async with (
-            contextlib.aclosing(dataplane.stream(_stream_request(2))) as first,
-            contextlib.aclosing(dataplane.stream(_stream_request(2))) as second,
+            contextlib.aclosing(dataplane.inference.stream(_stream_request(2))) as first,
+            contextlib.aclosing(dataplane.inference.stream(_stream_request(2))) as second,
         ):
             reads = [asyncio.ensure_future(anext(first)), asyncio.ensure_future(anext(second))]
             await asyncio.sleep(0.01)

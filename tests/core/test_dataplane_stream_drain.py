@@ -1,4 +1,4 @@
-"""DataPlane.stream (generator models) and drain_reasons (plugin drain switch)."""
+"""dataplane.inference.stream (generator models) and readiness holds (a plugin's drain switch)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def repo(tmp_path: Path) -> Path:
 async def test_stream_yields_every_response_and_counts_stats(repo: Path) -> None:
     async with InProcessServer(_settings(repo), [CountingPlugin(), FunctionBackendPlugin()]) as server:
         dataplane = server.context.dataplane
-        got = [r async for r in dataplane.stream(_request("counter", 3))]
+        got = [r async for r in dataplane.inference.stream(_request("counter", 3))]
         assert [int(r.outputs[0].data[0]) for r in got] == [1, 2, 3]
         assert all(r.model_name == "counter" and r.model_version == "1" for r in got)
         stats = server.running.models.get("counter").stats
@@ -103,32 +103,32 @@ async def test_stream_validates_and_wraps_errors(repo: Path) -> None:
     async with InProcessServer(_settings(repo), [CountingPlugin(), FunctionBackendPlugin()]) as server:
         dataplane = server.context.dataplane
         with pytest.raises(InvalidInput):
-            [r async for r in dataplane.stream(_request("counter", 1, "FP32"))]
+            [r async for r in dataplane.inference.stream(_request("counter", 1, "FP32"))]
         seen = []
         with pytest.raises(ModelExecutionError, match="negative"):
-            async for response in dataplane.stream(_request("counter", -2)):
+            async for response in dataplane.inference.stream(_request("counter", -2)):
                 seen.append(response)
         assert len(seen) == 2
         # Issue 18: a model that does not stream answers a stream once, through infer.
-        (only,) = [r async for r in dataplane.stream(_request("plain", 1))]
+        (only,) = [r async for r in dataplane.inference.stream(_request("plain", 1))]
         assert only.final and only.model_name == "plain"
 
 
 async def test_closing_the_stream_early_closes_the_backend_stream(repo: Path) -> None:
     async with InProcessServer(_settings(repo), [CountingPlugin(), FunctionBackendPlugin()]) as server:
         model = server.running.models.get("counter")
-        responses = server.context.dataplane.stream(_request("counter", 100))
+        responses = server.context.dataplane.inference.stream(_request("counter", 100))
         await anext(responses)
         assert model.in_flight == 1
         await responses.aclose()
         assert CLOSED[-1] == 100 and model.in_flight == 0
 
 
-async def test_drain_reasons_make_the_server_not_ready(repo: Path) -> None:
+async def test_a_readiness_hold_makes_the_server_not_ready(repo: Path) -> None:
     async with InProcessServer(_settings(repo), [CountingPlugin(), FunctionBackendPlugin()]) as server:
         dataplane = server.context.dataplane
-        assert dataplane.ready()
-        dataplane.drain_reasons.add("maintenance")
-        assert not dataplane.ready() and dataplane.live
-        dataplane.drain_reasons.discard("maintenance")
-        assert dataplane.ready()
+        assert dataplane.health.ready()
+        dataplane.health.hold_readiness("maintenance")
+        assert not dataplane.health.ready() and dataplane.health.live
+        dataplane.health.release_readiness("maintenance")
+        assert dataplane.health.ready()

@@ -27,7 +27,10 @@ async def test_configure_runs_once_per_server_with_its_own_context_before_anythi
         def configure(server):
             # Nothing is served yet: no model loaded, the server not accepting.
             seen.append(
-                (server.settings.http_port, server.dataplane.accepting or bool(server.dataplane.index()))
+                (
+                    server.settings.http_port,
+                    server.dataplane.health.accepting or bool(server.dataplane.repository.index()),
+                )
             )
             server.shared(list, list).append(server.settings.http_port)
 
@@ -82,7 +85,7 @@ async def test_a_failing_startup_stops_the_server_from_starting(tmp_path):
     with capture_logs() as logs:
         with pytest.raises(RuntimeError, match="cannot warm up"):
             await server.__aenter__()
-        assert not server.context.dataplane.accepting
+        assert not server.context.dataplane.health.accepting
         await server.running.stop()
     assert "server_started" not in [entry["event"] for entry in logs]
 

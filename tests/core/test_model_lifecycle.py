@@ -141,7 +141,7 @@ async def test_a_slow_load_never_blocks_the_loop(repo):
         gaps, last = [], time.perf_counter()
         while not load.done():
             await asyncio.sleep(0.01)
-            response = await server.context.dataplane.infer(request("fast"))
+            response = await server.context.dataplane.inference.infer(request("fast"))
             now = time.perf_counter()
             gaps.append(now - last)
             last = now
@@ -175,7 +175,7 @@ async def test_reload_under_load_drops_no_request(repo):
 
         async def hammer() -> None:
             while not stop.is_set():
-                response = await dataplane.infer(request("m"))
+                response = await dataplane.inference.infer(request("m"))
                 results.append(float(response.outputs[0].data[0]))
 
         clients = [asyncio.ensure_future(hammer()) for _ in range(8)]
@@ -197,17 +197,17 @@ async def test_failed_reload_keeps_the_previous_version_serving(repo):
         (folder / "config.pbtxt").write_text(_config("m", fail="out of memory"))
         with pytest.raises(ModelPlatformError, match="out of memory"):
             await models.load("m")
-        assert (await dataplane.infer(request("m"))).outputs[0].data.tolist() == [2.0, 2.0]
+        assert (await dataplane.inference.infer(request("m"))).outputs[0].data.tolist() == [2.0, 2.0]
         [entry] = [e for e in models.index() if e.name == "m"]
         assert entry.state == "READY" and "out of memory" in entry.reason
-        assert dataplane.ready()
+        assert dataplane.health.ready()
         (folder / "config.pbtxt").write_text("this is { not a config")
         with pytest.raises(ModelPlatformError, match="config.pbtxt"):
             await models.load("m")
         assert models.is_ready("m")
         (folder / "config.pbtxt").write_text(_config("m", factor="3"))
         await models.load("m")
-        assert (await dataplane.infer(request("m"))).outputs[0].data.tolist() == [3.0, 3.0]
+        assert (await dataplane.inference.infer(request("m"))).outputs[0].data.tolist() == [3.0, 3.0]
         assert [e.reason for e in models.index() if e.name == "m"] == [""]
 
 
@@ -217,9 +217,9 @@ async def test_first_load_failure_shows_the_reason_and_strictness(repo):
     async with InProcessServer(settings(repo), [LifecyclePlugin]) as server:
         entries = {e.name: e for e in server.running.models.index()}
         assert entries["bad"].state == "UNAVAILABLE" and "no such weights" in entries["bad"].reason
-        assert not server.context.dataplane.ready()  # strict: a start-up model failed
+        assert not server.context.dataplane.health.ready()  # strict: a start-up model failed
     async with InProcessServer(settings(repo, strict_readiness=False), [LifecyclePlugin]) as server:
-        assert server.context.dataplane.ready()  # lenient: ready once up
+        assert server.context.dataplane.health.ready()  # lenient: ready once up
 
 
 async def test_an_extra_load_does_not_flap_readiness(repo):
@@ -229,12 +229,12 @@ async def test_an_extra_load_does_not_flap_readiness(repo):
         write_model(repo, "extra", load_delay="0.3")
         load = asyncio.ensure_future(models.load("extra"))
         await asyncio.sleep(0.1)
-        assert dataplane.ready()
+        assert dataplane.health.ready()
         await load
         write_model(repo, "broken", fail="nope")
         with pytest.raises(ModelPlatformError):
             await models.load("broken")
-        assert dataplane.ready()
+        assert dataplane.health.ready()
 
 
 async def test_config_override_then_back_to_the_repository_config(repo):
@@ -247,10 +247,10 @@ async def test_config_override_then_back_to_the_repository_config(repo):
             ' "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [-1]}]}'
         )
         await models.load("m", override)
-        assert (await dataplane.infer(request("m"))).outputs[0].data.tolist() == [10.0, 10.0]
+        assert (await dataplane.inference.infer(request("m"))).outputs[0].data.tolist() == [10.0, 10.0]
         assert models.get("m").config.backend == "lifecycle"  # kept from the folder
         await models.load("m")
-        assert (await dataplane.infer(request("m"))).outputs[0].data.tolist() == [2.0, 2.0]
+        assert (await dataplane.inference.infer(request("m"))).outputs[0].data.tolist() == [2.0, 2.0]
 
 
 async def test_a_temporary_model_folder_is_removed_after_unload(repo, tmp_path_factory):

@@ -60,13 +60,13 @@ def test_the_first_dataplane_call_checks_the_model_and_what_it_runs_is_not_check
         async with InProcessServer(_settings()) as server:
             dataplane = server.context.dataplane
             with model_scope(_key("simple_ensemble")):  # its steps call `simple`, not in the key
-                response = await dataplane.infer(_simple("simple_ensemble"))
+                response = await dataplane.inference.infer(_simple("simple_ensemble"))
                 outcomes["ensemble"] = str(response.outputs[0].data.reshape(-1)[0])
             for what, call in (
-                ("infer", lambda: dataplane.infer(_simple("simple_ensemble"))),
-                ("stream", lambda: _drain(dataplane.stream(_simple("stream_counter")))),
-                ("raw", lambda: dataplane.call_raw("stream_counter", "", b"2", {})),
-                ("unknown", lambda: dataplane.infer(_simple("no_such_model"))),
+                ("infer", lambda: dataplane.inference.infer(_simple("simple_ensemble"))),
+                ("stream", lambda: _drain(dataplane.inference.stream(_simple("stream_counter")))),
+                ("raw", lambda: dataplane.inference.call_raw("stream_counter", "", b"2", {})),
+                ("unknown", lambda: dataplane.inference.infer(_simple("no_such_model"))),
             ):
                 with model_scope(_key("simple")), pytest.raises(PermissionDenied) as refused:
                     await call()

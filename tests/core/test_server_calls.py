@@ -107,7 +107,7 @@ async def test_a_backend_loads_resolves_and_calls_another_model_through_its_call
         assert CallerBackend.loaded_double == [True]  # loaded by the caller's load, then resolved READY
         dataplane = server.context.dataplane
         request = InferenceRequest("caller", [Tensor.from_array("A", np.array([1, 2], np.float32))])
-        response = await dataplane.infer(request)
+        response = await dataplane.inference.infer(request)
         assert response.outputs[0].data.tolist() == [2.0, 4.0]
         (handed,) = CallerBackend.calls
         streamed = [r async for r in handed.stream(InferenceRequest("double", request.inputs))]

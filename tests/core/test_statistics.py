@@ -1,4 +1,4 @@
-"""DataPlane.statistics and the counters behind it, on a function-based test backend."""
+"""dataplane.observation.statistics and the counters behind it, on a function-based test backend."""
 
 from __future__ import annotations
 
@@ -60,12 +60,12 @@ async def test_statistics_count_requests_and_executions(repo):
                         grpc_port=free_port(), plugins=("python",))  # fmt: skip
     async with InProcessServer(settings, [FunctionBackendPlugin]) as server:
         dataplane = server.context.dataplane
-        await dataplane.infer(_request("twice", rows=3, version="2"))
-        await dataplane.infer(_request("twice", version="2"))
+        await dataplane.inference.infer(_request("twice", rows=3, version="2"))
+        await dataplane.inference.infer(_request("twice", version="2"))
         with pytest.raises(ModelExecutionError):
-            await dataplane.infer(_request("failing"))
+            await dataplane.inference.infer(_request("failing"))
 
-        (v2,) = await dataplane.statistics("twice", "2")
+        (v2,) = await dataplane.observation.statistics("twice", "2")
         data = v2.to_json()
         assert (data["name"], data["version"]) == ("twice", "2")
         # inference_count counts batch rows, as Triton's does: 3 + 1
@@ -77,15 +77,15 @@ async def test_statistics_count_requests_and_executions(repo):
         assert stats["compute_input"]["count"] == stats["compute_output"]["count"] == 2
         assert [b["batch_size"] for b in data["batch_stats"]] == [1]  # one request per execution
 
-        assert [s.version for s in await dataplane.statistics("twice")] == ["1", "2"]
-        names = {s.name for s in await dataplane.statistics()}
+        assert [s.version for s in await dataplane.observation.statistics("twice")] == ["1", "2"]
+        names = {s.name for s in await dataplane.observation.statistics()}
         assert names == {"twice", "failing"}
-        (failing,) = await dataplane.statistics("failing")
+        (failing,) = await dataplane.observation.statistics("failing")
         assert failing.to_json()["inference_stats"]["fail"]["count"] == 1
         with pytest.raises(ModelNotFound):
-            await dataplane.statistics("nope")
+            await dataplane.observation.statistics("nope")
         with pytest.raises(ModelNotFound):
-            await dataplane.statistics("twice", "7")
+            await dataplane.observation.statistics("twice", "7")
 
 
 def test_to_json_has_every_key_perf_analyzer_reads():
@@ -124,22 +124,22 @@ async def test_failures_carry_triton_reasons_and_refusals_are_kept_apart(repo):
     async with InProcessServer(settings, [FunctionBackendPlugin]) as server:
         dataplane = server.context.dataplane
         with pytest.raises(ModelExecutionError):
-            await dataplane.infer(_request("failing"))
+            await dataplane.inference.infer(_request("failing"))
         bad = InferenceRequest("twice", [Tensor.from_array("A", np.ones((1, 3), np.float32))], "2")
         with pytest.raises(InvalidArgument):
-            await dataplane.infer(bad)
+            await dataplane.inference.infer(bad)
         for name, version in (("twice", "7"), ("nope", ""), ("nope2", "")):
             with pytest.raises(ModelNotFound):
-                await dataplane.infer(_request(name, version=version))
+                await dataplane.inference.infer(_request(name, version=version))
 
-        (failing,) = await dataplane.statistics("failing")
+        (failing,) = await dataplane.observation.statistics("failing")
         assert failing.failures == {"REJECTED": 0, "CANCELED": 0, "BACKEND": 1, "OTHER": 0}
-        (v2,) = await dataplane.statistics("twice", "2")
+        (v2,) = await dataplane.observation.statistics("twice", "2")
         assert v2.failures["OTHER"] == 1 and v2.to_json()["inference_stats"]["fail"]["count"] == 1
         # The statistics extension shows versions only; the metrics also the refusals.
-        assert all(s.version for s in await dataplane.statistics())
+        assert all(s.version for s in await dataplane.observation.statistics())
         # Each model's own entry (version "") also holds its loads: only refusals are compared.
-        models_own = [s for s in await dataplane.all_statistics() if not s.version]
+        models_own = [s for s in await dataplane.observation.all_statistics() if not s.version]
         refused = {s.name: s.failures["OTHER"] for s in models_own if s.failures["OTHER"]}
         assert refused == {"twice": 1, "": 2}  # unknown names share one entry
 
@@ -149,8 +149,8 @@ async def test_compute_phases_follow_the_backend_marks(repo):
                         grpc_port=free_port(), plugins=("python",))  # fmt: skip
     async with InProcessServer(settings, [FunctionBackendPlugin]) as server:
         dataplane = server.context.dataplane
-        await dataplane.infer(_request("twice", version="1"))
-        (v1,) = await dataplane.statistics("twice", "1")
+        await dataplane.inference.infer(_request("twice", version="1"))
+        (v1,) = await dataplane.observation.statistics("twice", "1")
         stats = v1.to_json()["inference_stats"]
         for key in ("success", "queue", "compute_input", "compute_infer", "compute_output"):
             assert stats[key]["count"] == 1 and stats[key]["ns"] > 0, key

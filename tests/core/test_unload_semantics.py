@@ -45,23 +45,26 @@ async def test_every_not_loaded_case_answers_not_found(repo: Path) -> None:
         dataplane, models = server.context.dataplane, server.running.models
         for name, text in (("nothing", "'nothing' is not found"), ("m", "'m' is not found")):
             with pytest.raises(ModelNotFound, match=f"^Request for unknown model: {text}$"):
-                await dataplane.infer(request(name))  # unknown, and on disk but never loaded
+                await dataplane.inference.infer(request(name))  # unknown, and on disk but never loaded
         await models.load("m")
         await models.unload("m")
-        for call in (lambda: dataplane.infer(request("m")), lambda: dataplane.statistics("m")):
+        for call in (
+            lambda: dataplane.inference.infer(request("m")),
+            lambda: dataplane.observation.statistics("m"),
+        ):
             with pytest.raises(ModelNotFound) as caught:
                 await call()
             assert caught.value.message == NO_VERSIONS
-        for query in (dataplane.model_metadata, dataplane.model_config):
+        for query in (dataplane.repository.model_metadata, dataplane.repository.model_config):
             with pytest.raises(ModelNotFound, match=f"^{NO_VERSIONS}$"):
                 query("m")
             with pytest.raises(ModelNotFound, match="'m' version 2 is not found$"):
                 query("m", "2")
-        assert not dataplane.model_ready("m") and not dataplane.model_ready("m", "1")
+        assert not dataplane.health.model_ready("m") and not dataplane.health.model_ready("m", "1")
         with pytest.raises(Exception, match="no such weights"):
             await models.load("broken")
         with pytest.raises(ModelNotFound) as caught:
-            dataplane.resolve("broken")
+            dataplane.inference.resolve("broken")
         words = "Request for unknown model: 'broken' has no available versions: "
         assert caught.value.message.startswith(words)
         assert "no such weights" in caught.value.message  # a failed load says why, after the same words
@@ -74,20 +77,20 @@ async def test_only_a_first_load_still_running_is_transient(repo: Path) -> None:
         first = asyncio.ensure_future(models.load("m"))
         await asyncio.sleep(0)  # queued: the load is under way before any version is planned
         with pytest.raises(ModelNotReady, match="^model 'm' has no available versions yet"):
-            dataplane.resolve("m")
+            dataplane.inference.resolve("m")
         await until(lambda: rows(models) == [("1", "LOADING", "")])
         with pytest.raises(ModelNotReady, match="'m' version 1 is not at ready state$"):
-            dataplane.resolve("m", "1")
+            dataplane.inference.resolve("m", "1")
         with pytest.raises(ModelNotFound, match="'m' version 2 is not found$"):
-            dataplane.resolve("m", "2")  # not part of this load: never coming
+            dataplane.inference.resolve("m", "2")  # not part of this load: never coming
         await first
         await models.unload("m")
         again = asyncio.ensure_future(models.load("m"))
         await until(lambda: rows(models) == [("1", "LOADING", "")])
         with pytest.raises(ModelNotFound, match=f"^{NO_VERSIONS}$"):
-            dataplane.resolve("m")  # was READY once: an unloaded model is gone, not busy
+            dataplane.inference.resolve("m")  # was READY once: an unloaded model is gone, not busy
         await again
-        assert dataplane.resolve("m").ready
+        assert dataplane.inference.resolve("m").ready
 
 
 async def test_a_reloading_version_shows_ready_on_one_row(repo: Path) -> None:
@@ -100,7 +103,10 @@ async def test_a_reloading_version_shows_ready_on_one_row(repo: Path) -> None:
         assert rows(models) == [("1", "READY", "")]  # it still answers while its successor loads
         await reload
         assert rows(models) == [("1", "READY", "")]
-        assert (await server.context.dataplane.infer(request("m"))).outputs[0].data.tolist() == [3.0, 3.0]
+        assert (await server.context.dataplane.inference.infer(request("m"))).outputs[0].data.tolist() == [
+            3.0,
+            3.0,
+        ]
 
 
 async def test_unload_then_load_shows_one_row_in_order(repo: Path) -> None:

@@ -176,11 +176,11 @@ async def test_every_source_reaches_every_instance_in_order(repo: Path) -> None:
             random = files_run.input("I").data
             assert random.shape == (1, 4) and random.dtype == np.int32 and (random >= 0).all()
             assert plugin_run.model_name == "m" and plugin_run.model_version == "1"
-        stats = await server.context.dataplane.statistics("m")
+        stats = await server.context.dataplane.observation.statistics("m")
         [entry] = [s.to_json() for s in stats]
         assert entry["inference_count"] == 0 and entry["execution_count"] == 0  # not inferences
         assert entry["warmup_stats"]["count"] == 8 and entry["warmup_stats"]["ns"] > 0
-        await server.context.dataplane.infer(
+        await server.context.dataplane.inference.infer(
             InferenceRequest(
                 "m",
                 [

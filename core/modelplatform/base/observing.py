@@ -31,7 +31,7 @@ allocation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -102,7 +102,7 @@ class ScopeOpener:
     """Opens and closes scopes for one edge; observers are read per call (added at start-up, or
     while running on the event loop: the tracing plugin's settings switch its writer)."""
 
-    def __init__(self, observers: list[RequestObserver]) -> None:
+    def __init__(self, observers: Sequence[RequestObserver]) -> None:
         self.observers = observers
         self._quiet: dict[str, RequestScope] = {}
 

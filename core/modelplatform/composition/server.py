@@ -96,8 +96,8 @@ def compose(
         warmup_source=_warmup_source(plugins),
         remote=remote,
     )
-    dataplane = DataPlane(models, settings.server_name, __version__, extensions, siblings=cluster_link)
-    models.bind_dataplane(dataplane)  # backends call other models through it (ensembles, BLS)
+    dataplane = DataPlane.of(models, settings.server_name, __version__, extensions, siblings=cluster_link)
+    models.bind_dataplane(dataplane.calls)  # backends call other models through it (ensembles, BLS)
     context = ServerContext(
         settings=settings,
         codecs=codecs,
@@ -178,7 +178,7 @@ class RunningServer:
         self._poller = start_polling(ctx.settings, self.models, self._remote)
         self._grpc = await start_grpc_server(ctx, self._grpc_address())
         await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
-        ctx.dataplane.accepting = True
+        ctx.dataplane.health.accepting = True
         log.info("server_started", plugins=list(self._plugins.loaded))
 
     async def _start_http(self) -> None:
@@ -204,11 +204,11 @@ class RunningServer:
 
     def begin_drain(self) -> None:
         """Every readiness surface turns false; everything is still served."""
-        self.context.dataplane.drain.advance(Phase.DRAINING)
+        self.context.dataplane.health.drain.advance(Phase.DRAINING)
 
     def stop_accepting(self, grace: float) -> None:
         """Close the listeners; gRPC sends GOAWAY and lets calls run ``grace`` seconds more."""
-        self.context.dataplane.drain.advance(Phase.CLOSING)
+        self.context.dataplane.health.drain.advance(Phase.CLOSING)
         if self.http is not None:
             self.http.stop_accepting()
         if self._grpc is not None:
@@ -216,19 +216,19 @@ class RunningServer:
 
     def in_flight(self) -> InFlight:
         """What the drain still waits for; once closing, closes HTTP connections gone quiet."""
-        if self.http is not None and self.context.dataplane.drain.closing:
+        if self.http is not None and self.context.dataplane.health.drain.closing:
             self.http.close_idle(IDLE_CONNECTION_SECS)
         grpc_busy = self._grpc_stopped is not None and not self._grpc_stopped.done()
         connections = self.http.open_connections if self.http is not None else 0
-        return InFlight(self.context.dataplane.drain.in_flight, connections, grpc_busy)
+        return InFlight(self.context.dataplane.health.drain.in_flight, connections, grpc_busy)
 
     def end_calls(self) -> int:
         """The budget ran out: calls still in flight end with UNAVAILABLE (503)."""
-        return self.context.dataplane.drain.end()
+        return self.context.dataplane.health.drain.end()
 
     async def stop(self) -> None:
         ctx = self.context
-        ctx.dataplane.accepting = False
+        ctx.dataplane.health.accepting = False
         for task in (self._poller, self._tls_watch):
             if task is not None:
                 task.cancel()
@@ -301,7 +301,7 @@ async def serve(
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_tls, tls)
     member = _member(server.context, server.models, link) if link is not None else None
     if member is not None:
-        server.context.dataplane.drain_reasons.add(cluster.WAITING)  # until the siblings are up
+        server.context.dataplane.health.hold_readiness(cluster.WAITING)  # until the siblings are up
     await server.start()
     if member is not None and worker is not None:
         await member.join(worker[1])
@@ -330,18 +330,18 @@ def _signals_handled(is_worker: bool) -> tuple[signal.Signals, ...]:
 
 
 def _member(ctx: ServerContext, models: ModelManager, link: cluster.SiblingLink) -> cluster.Member:
-    dataplane = ctx.dataplane
+    health = ctx.dataplane.health
 
     def ready_here() -> bool:
-        others = dataplane.drain_reasons - {cluster.WAITING}
-        return dataplane.live and dataplane.accepting and not others and models.all_requested_ready()
+        others = health.readiness_holds - {cluster.WAITING}
+        return health.live and health.accepting and not others and models.all_requested_ready()
 
     return cluster.Member(
         link,
         models,
         ready_here,
-        dataplane.drain_reasons,
-        dataplane.local_statistics,
+        health,
+        ctx.dataplane.observation.local_statistics,
         deliver=ctx.broadcast.deliver,
     )
 

@@ -130,11 +130,11 @@ async def start_grpc_server(context: ServerContext, address: str | None = None) 
     settings = context.settings
     options = server_options(settings.grpc_max_message_bytes, settings.workers > 1)
     protocols = {s.name: s.protocol or s.name for s in context.grpc_services}
-    refusals = _Refusals(context.dataplane.count_refused, {
+    refusals = _Refusals(context.dataplane.inference.count_refused, {
         f"/{s.name}/{method}": model_of
         for s in context.grpc_services for method, model_of in s.inference_methods.items()
     })  # fmt: skip
-    wrapper = _ScopeWrapper(protocols, ScopeOpener(context.dataplane.observers), refusals)
+    wrapper = _ScopeWrapper(protocols, ScopeOpener(context.dataplane.observation.observers), refusals)
     server = grpc.aio.server(options=options)
     registrar = _Registrar(server, wrapper, access_guard(context))
     for service in context.grpc_services:

@@ -43,19 +43,20 @@ class GenerateRoutes:
     """Handlers bound to one server's dataplane (resolved at start-up)."""
 
     def __init__(self, context: ServerContext) -> None:
-        self.dataplane = context.dataplane
+        self.inference = context.dataplane.inference
+        self.repository = context.dataplane.repository
         self.limits = Limits.from_settings(context.settings)
 
     async def generate(self, request: HttpRequest) -> HttpReply:
         inference = self._decode(request)
-        async with contextlib.aclosing(self.dataplane.stream(inference)) as responses:
+        async with contextlib.aclosing(self.inference.stream(inference)) as responses:
             first = await anext(responses, None)
             if first is None or await anext(responses, None) is not None:
                 raise InvalidArgument(ONE_RESPONSE)  # a second response: stop the model now
         return HttpReply(200, orjson.dumps(response_json(first)))
 
     async def generate_stream(self, request: HttpRequest) -> HttpReply:
-        responses = self.dataplane.stream(self._decode(request))
+        responses = self.inference.stream(self._decode(request))
         try:
             first = await anext(responses)  # its error is an ordinary error reply
         except StopAsyncIteration:
@@ -67,7 +68,7 @@ class GenerateRoutes:
 
     def _decode(self, request: HttpRequest) -> InferenceRequest:
         model, version = request.params["model"], request.params.get("version", "")
-        meta = self.dataplane.model_metadata(model, version)
+        meta = self.repository.model_metadata(model, version)
         try:
             return to_request(load_body(bytes(request.body)), meta, version, self.limits)
         except InvalidArgument as error:

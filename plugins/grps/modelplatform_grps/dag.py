@@ -81,7 +81,8 @@ class Dag:
 
     def __init__(self, spec: DagSpec, dataplane: DataPlane) -> None:
         self.spec = spec
-        self._dataplane = dataplane
+        self._repository = dataplane.repository
+        self._calls = dataplane.calls
         #: The node models' configurations it was built from, and what was built.
         self._built: tuple[tuple[ModelConfig, ...], Pipeline, ModelConfig] | None = None
 
@@ -100,11 +101,11 @@ class Dag:
         return response
 
     def _pipeline(self) -> tuple[Pipeline, ModelConfig]:
-        configs = tuple(self._dataplane.model_config(n.model, n.version) for n in self.spec.nodes)
+        configs = tuple(self._repository.model_config(n.model, n.version) for n in self.spec.nodes)
         built = self._built
         if built is None or any(a is not b for a, b in zip(built[0], configs)):  # a reload
             config = self._as_ensemble(configs)
-            pipeline = Pipeline(config, wiring(config), self._dataplane)
+            pipeline = Pipeline(config, wiring(config), self._calls)
             built = self._built = (configs, pipeline, config)
         return built[1], built[2]
 

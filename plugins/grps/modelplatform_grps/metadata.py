@@ -14,7 +14,7 @@ from .models import split_model
 def server_yaml(context: ServerContext) -> str:
     settings = context.settings
     data: dict[str, Any] = {
-        "server": context.dataplane.server_metadata(),
+        "server": context.dataplane.health.server_metadata(),
         "settings": {
             "model_repository": str(settings.model_repository),
             "http_port": settings.http_port,
@@ -24,7 +24,7 @@ def server_yaml(context: ServerContext) -> str:
         },
         "models": [
             {"name": e.name, "version": e.version, "state": e.state or "UNKNOWN"}
-            for e in context.dataplane.index()
+            for e in context.dataplane.repository.index()
         ],
     }
     return yaml.safe_dump(data, sort_keys=False)
@@ -34,8 +34,8 @@ def model_yaml(dataplane: DataPlane, selector: str) -> str:
     """The model's configuration plus its ready versions; NotFound as grps's 404."""
     name, version = split_model(selector)
     try:
-        config = dataplane.model_config(name, version)
-        meta = dataplane.model_metadata(name, version)
+        config = dataplane.repository.model_config(name, version)
+        meta = dataplane.repository.model_metadata(name, version)
     except NotFound:
         raise NotFound(f"Model not found: '{selector}'") from None
     data = {"name": name, "versions": meta.versions, **config.to_json()}

@@ -1,7 +1,7 @@
 """Per-second request series for the monitor page, derived from the shared counters.
 
 grps counts nothing of its own: once a second a sampler (``sampler.py``) hands
-:meth:`Monitor.take` the statistics counters (``DataPlane.all_statistics``,
+:meth:`Monitor.take` the statistics counters (``dataplane.observation.all_statistics``,
 summed over workers), the same ones the statistics extension, the metrics and
 the live page read. The monitor keeps the grps protocols' part of them
 (``grps_http`` + ``grps_grpc``), per model name and in total (``*``), and

@@ -39,6 +39,10 @@ class GrpsRuntime:
     def __init__(self, context: ServerContext) -> None:
         self.context = context
         self.dataplane: DataPlane = context.dataplane
+        #: The parts each request uses, kept here so a request looks them up once.
+        self.inference = self.dataplane.inference
+        self.repository = self.dataplane.repository
+        self.health = self.dataplane.health
         self.options = GrpsOptions.from_settings(context.settings)
         self.limits = Limits.from_settings(context.settings)
         self.monitor = Monitor(self.options.monitor_window_secs)
@@ -53,13 +57,13 @@ class GrpsRuntime:
     def set_online(self, online: bool) -> None:
         self.online = online
         if self.options.offline_drains_server and not online:
-            self.dataplane.drain_reasons.add(DRAIN_REASON)
+            self.health.hold_readiness(DRAIN_REASON)
         else:
-            self.dataplane.drain_reasons.discard(DRAIN_REASON)
+            self.health.release_readiness(DRAIN_REASON)
         log.info("grps_online_changed", online=online)
 
     def ready(self) -> bool:
-        return self.online and self.dataplane.ready()
+        return self.online and self.health.ready()
 
     # ---- inference ----
 
@@ -68,7 +72,7 @@ class GrpsRuntime:
             return self._dag_request(payload)
         name, version = choose_model(payload_model, query_model, self.options.default_model)
         check_model_access(name)  # a key limited to models: before the name is even looked up
-        config = self.dataplane.model_config(name, version)
+        config = self.repository.model_config(name, version)
         return to_request(payload, name, version, config, self.limits)
 
     def _dag_request(self, payload: Payload) -> InferenceRequest:
@@ -77,7 +81,7 @@ class GrpsRuntime:
         for model in self.dag.models():  # type: ignore[union-attr]  # a DagRequest exists only when a DAG is set
             check_model_access(model)
         name, version = self.dag.first_model()  # type: ignore[union-attr]  # a DagRequest exists only when a DAG is set
-        config = self.dataplane.model_config(name, version)
+        config = self.repository.model_config(name, version)
         request = to_request(payload, name, version, config, self.limits)
         return DagRequest(
             request.model_name,
@@ -92,19 +96,19 @@ class GrpsRuntime:
         """A request answered with a failure: counted as a refusal of ``model`` (or of model
         "" when the server does not know it) unless the dataplane already counted it."""
         if not counted_in_call():
-            self.dataplane.count_refused(model)
+            self.inference.count_refused(model)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         if type(request) is DagRequest:
             return await self.dag.run(request)  # type: ignore[union-attr]  # a DagRequest exists only when a DAG is set
-        return await self.dataplane.infer(request)
+        return await self.inference.infer(request)
 
     @contextlib.asynccontextmanager
     async def stream(self, request: InferenceRequest) -> AsyncIterator[AsyncIterator[InferenceResponse]]:
         """The model's responses; closed on exit, so a gone client stops the model."""
         if type(request) is DagRequest:
             raise InvalidArgument("the grps DAG answers one response: name a model to stream")
-        responses = self.dataplane.stream(request)
+        responses = self.inference.stream(request)
         try:
             yield responses
         finally:

@@ -26,7 +26,7 @@ OFFSET_SECS = 0.02
 class MonitorSampler:
     def __init__(self, monitor: Monitor, dataplane: DataPlane) -> None:
         self._monitor = monitor
-        self._dataplane = dataplane
+        self._observation = dataplane.observation
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -44,7 +44,7 @@ class MonitorSampler:
         while True:
             try:
                 asked = time.time()  # what is read is as of this moment or later (siblings answer later)
-                self._monitor.take(await self._dataplane.all_statistics(), asked)
+                self._monitor.take(await self._observation.all_statistics(), asked)
             except Exception as error:  # noqa: BLE001 - a failed reading must not stop the next
                 log.warning("grps_monitor_sample_failed", error=f"{type(error).__name__}: {error}")
             await asyncio.sleep(1.0 - time.time() % 1.0 + OFFSET_SECS)

@@ -1,6 +1,6 @@
 """The live page's data: request totals by protocol, the models, and machine series.
 
-Every count comes from the statistics counters (``DataPlane.all_statistics``,
+Every count comes from the statistics counters (``dataplane.observation.all_statistics``,
 summed over workers): the same numbers the statistics extension and the
 Prometheus families show, never a count of its own. Once a second a task
 keeps one point (cumulative requests by protocol, CPU, memory, GPUs) in a
@@ -51,7 +51,9 @@ class LiveBoard:
     """Made once per server; samples between start-up and shutdown."""
 
     def __init__(self, dataplane: DataPlane) -> None:
-        self._dataplane = dataplane
+        self._observation = dataplane.observation
+        self._repository = dataplane.repository
+        self._health = dataplane.health
         self._sampler = SystemSampler()
         self._points: deque[dict[str, Any]] = deque(maxlen=WINDOW_SECS)
         self._task: asyncio.Task[None] | None = None
@@ -69,9 +71,9 @@ class LiveBoard:
 
     async def snapshot(self) -> dict[str, Any]:
         """What the page shows: totals now, the models, and the sampled series."""
-        totals = Totals.of(await self._dataplane.all_statistics())
+        totals = Totals.of(await self._observation.all_statistics())
         return {
-            "server": {"name": self._dataplane.server_name, "version": self._dataplane.server_version},
+            "server": {"name": self._health.server_name, "version": self._health.server_version},
             "time": time.time(),
             "requests": totals.requests,
             "failures": totals.failures,
@@ -83,7 +85,7 @@ class LiveBoard:
     def _models(self) -> list[dict[str, str]]:
         return [
             {"name": e.name, "version": e.version, "state": e.state or "UNAVAILABLE", "reason": e.reason}
-            for e in self._dataplane.index()
+            for e in self._repository.index()
         ]
 
     async def _sample_forever(self) -> None:
@@ -96,7 +98,7 @@ class LiveBoard:
 
     async def _sample(self) -> None:
         self._sampler.sample()
-        totals = Totals.of(await self._dataplane.all_statistics())
+        totals = Totals.of(await self._observation.all_statistics())
         cpu = self._sampler.cpu
         self._points.append(
             {

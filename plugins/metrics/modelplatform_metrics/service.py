@@ -29,7 +29,8 @@ class MetricsService:
     def __init__(
         self, dataplane: DataPlane, options: MetricsOptions, admit: HeaderCheck | None = None
     ) -> None:
-        self._dataplane = dataplane
+        self._observation = dataplane.observation
+        self._repository = dataplane.repository
         self.options = options
         #: The metrics port's restricted-API / API-key check (the HTTP port's is the core's).
         self._admit = admit
@@ -41,7 +42,7 @@ class MetricsService:
 
     async def scrape(self) -> bytes:
         """The exposition text: every worker's counters summed, this process's samples."""
-        stats = await self._dataplane.all_statistics()
+        stats = await self._observation.all_statistics()
         return render([*self._families(stats), *self._sampler.families()])
 
     def _families(self, stats: list[ModelStats]) -> list[Family]:
@@ -52,7 +53,7 @@ class MetricsService:
             *(latency_histograms(stats) if histograms else []),
             *protocol_families(stats, with_durations=histograms),
             batch_sizes(stats),
-            state_gauge(self._dataplane.index()),
+            state_gauge(self._repository.index()),
             *operation_counters(stats),
         ]
 

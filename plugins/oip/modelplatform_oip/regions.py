@@ -21,7 +21,6 @@ import numpy as np
 
 from modelplatform import (
     Codec,
-    DataPlane,
     DecoupledModel,
     InferenceRequest,
     InferenceResponse,
@@ -87,6 +86,7 @@ class Regions:
     def __init__(self, context: ServerContext) -> None:
         codec = context.codecs.get(REGIONS_DIALECT, REGION_CODEC)
         self.codec: RegionCodec | None = codec if isinstance(codec, RegionCodec) else None
+        self._infer = context.dataplane.inference.infer  # bound once: the request path looks up nothing
 
     def read_input(
         self, name: str, datatype: str, shape: list[int], parameters: Mapping[str, Any], limits: Limits
@@ -95,15 +95,13 @@ class Regions:
             raise _disabled(f"input '{name}'", parameters)
         return self.codec.read_input(name, datatype, shape, parameters, limits)
 
-    async def infer(
-        self, dataplane: DataPlane, request: InferenceRequest, endpoint: str
-    ) -> InferenceResponse:
+    async def infer(self, request: InferenceRequest, endpoint: str) -> InferenceResponse:
         """One request as every OIP transport runs it: outputs bound to regions are checked
         before inference and written there after it; a decoupled model's refusal names
         ``endpoint`` (Triton's words)."""
         placement = self.bind_outputs(request)
         try:
-            response = await dataplane.infer(request)
+            response = await self._infer(request)
         except DecoupledModel as error:
             raise error.at_endpoint(endpoint) from None
         return response if placement is None else placement.place(response)

@@ -31,7 +31,7 @@ class LoadParameters:
 class RepositoryOperations:
     def __init__(self, context: ServerContext) -> None:
         settings = context.settings
-        self.dataplane = context.dataplane
+        self.repository = context.dataplane.repository
         self.mode = settings.model_control_mode
         self.allow_upload = RepositoryOptions.from_settings(settings).allow_file_upload
         self.repository_name = settings.model_repository.resolve().name
@@ -45,20 +45,20 @@ class RepositoryOperations:
 
     async def index(self, ready_only: bool) -> list[IndexEntry]:
         """Every model of the repository as it is now (a bucket is listed, not its mirror)."""
-        return await self.dataplane.repository_index(ready_only)
+        return await self.repository.repository_index(ready_only)
 
     async def load(self, name: str, params: LoadParameters) -> None:
         check_control_mode(self.mode)
         folder = await self._uploaded_folder(params)
         temporary = folder is not None
-        await self.dataplane.load(name, params.config, model_dir=folder, temporary=temporary)
+        await self.repository.load(name, params.config, model_dir=folder, temporary=temporary)
         log.info(
             "model_load_requested", model=name, config=params.config is not None, files=len(params.files)
         )
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
         check_control_mode(self.mode)
-        await self.dataplane.unload(name, unload_dependents=unload_dependents)
+        await self.repository.unload(name, unload_dependents=unload_dependents)
 
     async def _uploaded_folder(self, params: LoadParameters) -> Path | None:
         """The ``file:`` parameters written to a temporary folder the dataplane then owns."""

@@ -50,7 +50,7 @@ class VersionStatus:
 
 def known_versions(dataplane: DataPlane, name: str) -> list[VersionInfo]:
     """Versions with a number (a failed load without one is left out)."""
-    return [v for v in dataplane.version_status(name) if v.version]
+    return [v for v in dataplane.repository.version_status(name) if v.version]
 
 
 def resolve_version(dataplane: DataPlane, selector: Selector, signatures: SignatureCache) -> str:
@@ -71,7 +71,7 @@ def servable(dataplane: DataPlane, selector: Selector, signatures: SignatureCach
     """The READY version to serve, or TF Serving's not-found error."""
     version = resolve_version(dataplane, selector, signatures)
     try:
-        return dataplane.resolve(selector.name, version)
+        return dataplane.inference.resolve(selector.name, version)
     except ModelNotFound:
         raise servable_not_found(selector.name, version) from None
 

@@ -43,6 +43,7 @@ class TfService:
 
     def __init__(self, context: ServerContext) -> None:
         self.dataplane = context.dataplane
+        self.inference = context.dataplane.inference
         self.limits = Limits.from_settings(context.settings)
         #: The server's parsed signature declarations (its own: never another server's).
         self.signatures = signature_cache(context)
@@ -106,7 +107,7 @@ class TfService:
             outputs=[RequestedOutput(a.spec.name) for a in outputs],
         )
         try:
-            response = await self.dataplane.infer(request)
+            response = await self.inference.infer(request)
         except ModelNotFound:  # unloaded since it was resolved
             raise servable_not_found(model.name, model.version) from None
         arrays = {t.name: np.asarray(t.data).reshape(t.shape) for t in response.outputs}

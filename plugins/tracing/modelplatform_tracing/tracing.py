@@ -1,13 +1,14 @@
 """The server's tracing: its live settings and, with an OTLP endpoint, its span writer.
 
 The writer is a request observer only while some setting traces: with every
-level OFF it is taken off the dataplane's observers, and requests pay for
+level OFF it is taken off the server's observers (the registration it holds), and requests pay for
 tracing no more than when it was never started.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import structlog
 
@@ -31,6 +32,8 @@ class Tracing:
         self.settings = TraceSettings(default, bool(self.endpoint), self._switch)
         self._context = context
         self._writer: SpanWriter | None = None
+        #: Takes the writer off the observers again; None while it observes nothing.
+        self._stop_observing: Callable[[], None] | None = None
         context.broadcast.subscribe(TOPIC, self._apply_published)
 
     async def change(self, model: str, changes: Changes) -> dict[str, str | list[str]]:
@@ -45,7 +48,7 @@ class Tracing:
     def start(self) -> None:
         if not self.endpoint:
             return
-        self._writer = SpanWriter(self.endpoint, self.settings, self._context.dataplane.server_name)
+        self._writer = SpanWriter(self.endpoint, self.settings, self._context.dataplane.health.server_name)
         self._switch(self.settings.on)
         log.info("tracing_started", endpoint=self.endpoint, rate=self.rate)
 
@@ -60,11 +63,11 @@ class Tracing:
             self._observe(self._writer, on)
 
     def _observe(self, writer: SpanWriter, on: bool) -> None:
-        observers = self._context.dataplane.observers
-        if on and writer not in observers:
-            observers.append(writer)
-        elif not on and writer in observers:
-            observers.remove(writer)
+        if on and self._stop_observing is None:
+            self._stop_observing = self._context.dataplane.observation.add_observer(writer)
+        elif not on and self._stop_observing is not None:
+            self._stop_observing()
+            self._stop_observing = None
 
 
 def tracing_of(context: ServerContext) -> Tracing:

@@ -7,5 +7,5 @@ from modelplatform import InvalidArgument, ServerContext
 
 def check_model(context: ServerContext, model: str) -> None:
     """A model setting is for a model that is ready now (Triton answers INVALID_ARG otherwise)."""
-    if model and not context.dataplane.model_ready(model):
+    if model and not context.dataplane.health.model_ready(model):
         raise InvalidArgument(f"Request for unknown model : {model[:256]}")

@@ -124,7 +124,7 @@ def _request(model: str, values: list[float]) -> InferenceRequest:
 def test_a_diamond_runs_each_step_once_its_inputs_are_ready(repository):
     async def run() -> dict:
         async with InProcessServer(_settings(repository)) as server:
-            response = await server.context.dataplane.infer(_request("diamond", [1.0, 2.0]))
+            response = await server.context.dataplane.inference.infer(_request("diamond", [1.0, 2.0]))
             return {t.name: t.data.tolist() for t in response.outputs}
 
     assert asyncio.run(run()) == {"OUT": [5.0, 10.0], "TWICE": [2.0, 4.0]}
@@ -133,7 +133,7 @@ def test_a_diamond_runs_each_step_once_its_inputs_are_ready(repository):
 def test_max_inflight_requests_bounds_each_step(repository):
     async def run(model: str) -> float:
         async with InProcessServer(_settings(repository)) as server:
-            calls = [server.context.dataplane.infer(_request(model, [0.0])) for _ in range(8)]
+            calls = [server.context.dataplane.inference.infer(_request(model, [0.0])) for _ in range(8)]
             answers = await asyncio.gather(*calls)
             return max(float(a.outputs[0].data[0]) for a in answers)
 
@@ -145,9 +145,9 @@ def test_a_failing_step_fails_the_request_with_the_step_models_error(repository)
     async def run() -> str:
         async with InProcessServer(_settings(repository)) as server:
             dataplane = server.context.dataplane
-            await dataplane.unload("add")
+            await dataplane.repository.unload("add")
             with pytest.raises(Exception) as raised:
-                await dataplane.infer(_request("failing", [1.0]))
+                await dataplane.inference.infer(_request("failing", [1.0]))
             return str(raised.value)
 
     assert "'add'" in asyncio.run(run())

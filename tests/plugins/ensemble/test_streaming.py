@@ -156,7 +156,7 @@ def _count(model: str, count: int) -> InferenceRequest:
 
 
 async def _streamed(server: InProcessServer, request: InferenceRequest) -> list[dict]:
-    responses = server.context.dataplane.stream(request)
+    responses = server.context.dataplane.inference.stream(request)
     return [{t.name: t.data.tolist() for t in response.outputs} async for response in responses]
 
 
@@ -188,7 +188,7 @@ def test_a_side_branch_runs_once_and_every_answer_reads_it(repository):
     async def run() -> tuple[list[dict], int]:
         async with InProcessServer(_settings(repository)) as server:
             seen = await _streamed(server, _count("counted_plus", 3))
-            stats = await server.context.dataplane.statistics("tenfold")
+            stats = await server.context.dataplane.observation.statistics("tenfold")
             return seen, stats[0].durations["success"].count
 
     seen, tenfold_calls = asyncio.run(run())
@@ -201,8 +201,8 @@ def test_a_unary_call_gets_the_generator_steps_unary_answer(repository):
 
     async def run() -> tuple[list, bool]:
         async with InProcessServer(_settings(repository)) as server:
-            response = await server.context.dataplane.infer(_count("counted", 3))
-            return response.outputs[0].data.tolist(), server.context.dataplane.model_config(
+            response = await server.context.dataplane.inference.infer(_count("counted", 3))
+            return response.outputs[0].data.tolist(), server.context.dataplane.repository.model_config(
                 "counted"
             ).decoupled
 
@@ -216,9 +216,9 @@ def test_a_decoupled_step_makes_the_ensemble_decoupled(repository):
         async with InProcessServer(_settings(repository)) as server:
             dataplane = server.context.dataplane
             with pytest.raises(DecoupledModel) as refused:
-                await dataplane.infer(InferenceRequest("loud_words", [text]))
+                await dataplane.inference.infer(InferenceRequest("loud_words", [text]))
             seen = await _streamed(server, InferenceRequest("loud_words", [text]))
-            return dataplane.model_config("loud_words").decoupled, str(refused.value), seen
+            return dataplane.repository.model_config("loud_words").decoupled, str(refused.value), seen
 
     decoupled, refused, seen = asyncio.run(run())
     assert decoupled is True
@@ -231,7 +231,7 @@ def test_a_step_failing_on_one_answer_ends_the_stream_with_its_error(repository)
         seen: list[dict] = []
         async with InProcessServer(_settings(repository)) as server:
             with pytest.raises(ModelPlatformError) as failed:
-                async for response in server.context.dataplane.stream(_count("counted_picky", 3)):
+                async for response in server.context.dataplane.inference.stream(_count("counted_picky", 3)):
                     seen.append({t.name: t.data.tolist() for t in response.outputs})
             return seen, str(failed.value)
 
@@ -246,11 +246,11 @@ def test_closing_the_stream_early_closes_the_steps_stream(repository):
     async def run() -> tuple[list[dict], int]:
         async with InProcessServer(_settings(repository)) as server:
             dataplane = server.context.dataplane
-            responses = dataplane.stream(_count("counted", 1000))
+            responses = dataplane.inference.stream(_count("counted", 1000))
             async with contextlib.aclosing(responses):
                 first = await anext(responses)
             await asyncio.sleep(0.3)  # a counter still running would send 30 more by now
-            stats = await dataplane.statistics("tenfold")
+            stats = await dataplane.observation.statistics("tenfold")
             return [{t.name: t.data.tolist() for t in first.outputs}], stats[0].durations["success"].count
 
     seen, tenfold_calls = asyncio.run(run())

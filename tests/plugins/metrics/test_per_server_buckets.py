@@ -55,7 +55,7 @@ async def test_two_servers_in_one_process_each_export_their_own_buckets(repo):
         exported = []
         for server in (first, second):
             array = np.ones((2,), dtype=np.float32)
-            await server.context.dataplane.infer(
+            await server.context.dataplane.inference.infer(
                 InferenceRequest("double", [Tensor("A", "FP32", (2,), array)])
             )
             port = service_of(server.context).bound_port

@@ -183,4 +183,4 @@ async def test_a_thread_the_model_started_reaches_the_only_server(tmp_path):
 
 async def _streamed(server: InProcessServer, model: str) -> list[list[float]]:
     request = InferenceRequest(model, [Tensor.from_array("IN", np.array(IN, np.float32))])
-    return [r.output("OUT").data.tolist() async for r in server.context.dataplane.stream(request)]
+    return [r.output("OUT").data.tolist() async for r in server.context.dataplane.inference.stream(request)]

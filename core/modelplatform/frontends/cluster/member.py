@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from modelplatform.base.errors import ModelPlatformError
+from modelplatform.dataplane.health import Health
 from modelplatform.frontends.cluster.link import SiblingLink
 from modelplatform.frontends.cluster.wire import (
     Applied,
@@ -39,7 +40,7 @@ WAITING = "waiting for every worker to be ready"
 #: How often a worker looks at its own readiness.
 READINESS_EVERY_S = 0.05
 
-#: (name, version, refused) -> this worker's counters (DataPlane.local_statistics).
+#: (name, version, refused) -> this worker's counters (Observation.local_statistics).
 LocalStatistics = Callable[[str, str, bool], list[ModelStats]]
 #: (topic, payload) -> the error text, or None once applied (Broadcast.deliver).
 Deliver = Callable[[str, object], "str | None"]
@@ -53,20 +54,20 @@ class Member:
         link: SiblingLink,
         models: ModelManager,
         local_ready: Callable[[], bool],
-        drain_reasons: set[str],
+        readiness: Health,
         local_statistics: LocalStatistics | None = None,
         deliver: Deliver | None = None,
     ) -> None:
         self._link = link
         self._models = models
         self._local_ready = local_ready
-        self._drain = drain_reasons
+        self._readiness = readiness
         self._local_statistics = local_statistics
         self._deliver = deliver
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def join(self, address: ClusterAddress) -> None:
-        self._drain.add(WAITING)
+        self._readiness.hold_readiness(WAITING)
         await self._link.connect(address, self._handle)
         self._spawn(self._watch_readiness())
 
@@ -79,7 +80,7 @@ class Member:
     def _handle(self, message: Message) -> None:
         match message:
             case ClusterReadiness(ready):
-                (self._drain.discard if ready else self._drain.add)(WAITING)
+                (self._readiness.release_readiness if ready else self._readiness.hold_readiness)(WAITING)
             case Apply(op_id, operation):
                 self._spawn(self._apply(op_id, operation))
             case StatisticsQuery(query_id, name, version, refused):

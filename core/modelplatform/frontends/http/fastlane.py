@@ -7,7 +7,8 @@ our whole inference path for a small model. On each connection,
 :class:`FastLaneProtocol` therefore reads a request head with httptools;
 when it is a plain keep-alive HTTP/1.1 request for a route declared ``hot``
 with a small, complete body, the route's own handler answers it directly,
-through the same router and the same error renderer as the Sanic path.
+through the same steps as the Sanic path (dispatch.py: match, admit, time,
+call, render a failure).
 Everything else (other routes, query strings or percent-encoded paths,
 chunked or ``Expect`` bodies, bodies over ``FAST_BODY_LIMIT``,
 ``Connection: close``, HTTP/1.0, anything httptools refuses) is handed,
@@ -32,13 +33,11 @@ import structlog
 
 from modelplatform.dataplane.declarations import HttpReply, HttpRequest
 from modelplatform.dataplane.draining import Drain
-from modelplatform.frontends.http.admission import ALLOWED, HttpAccess, admitted
-from modelplatform.frontends.http.encoding import call_route
-from modelplatform.frontends.http.failures import route_failure
+from modelplatform.frontends.http.admission import admitted
+from modelplatform.frontends.http.dispatch import HttpDispatch
 from modelplatform.frontends.http.replies import close_stream
-from modelplatform.frontends.http.routing import Match, Router
+from modelplatform.frontends.http.routing import Match
 from modelplatform.frontends.http.sanic_seam import SanicSeam, last_activity, restore_activity
-from modelplatform.frontends.http.timeouts import HttpTimeouts, within_response_timeout
 
 log = structlog.get_logger("modelplatform.frontends.http")
 
@@ -77,25 +76,16 @@ class LaneRoutes:
     anything else goes to Sanic unparsed.
     """
 
-    router: Router
+    #: The steps every HTTP path takes (the same object the Sanic path asks).
+    dispatch: HttpDispatch
     body_limit: int
     starts: tuple[bytes, ...]
-    timeouts: HttpTimeouts
-    #: What a compressed body may inflate to (a route's own limit may be lower).
-    max_request_bytes: int
-    #: Restricted APIs and API keys, asked as on the Sanic path (None: nothing to check).
-    access: HttpAccess | None = None
 
     @classmethod
-    def of(
-        cls, router: Router, max_request_bytes: int, timeouts: HttpTimeouts, access: HttpAccess | None = None
-    ) -> LaneRoutes:
-        methods = sorted({m for route in router.routes() if route.hot for m in route.methods})
+    def of(cls, dispatch: HttpDispatch) -> LaneRoutes:
+        methods = sorted({m for route in dispatch.router.routes() if route.hot for m in route.methods})
         starts = tuple(method.encode() + b" " for method in methods)
-        checked = access if access is not None and access.active else None
-        return cls(
-            router, min(FAST_BODY_LIMIT, max_request_bytes), starts, timeouts, max_request_bytes, checked
-        )
+        return cls(dispatch, min(FAST_BODY_LIMIT, dispatch.max_request_bytes), starts)
 
     def limit(self, match: Match) -> int:
         route_limit = match.route.max_body_bytes
@@ -233,7 +223,7 @@ class FastLaneProtocol(SanicSeam):
         the last byte, so the client gets no second grace period.
         """
         assert self._lane_wakeup is not None
-        limit = self._routes.timeouts.request_s
+        limit = self._routes.dispatch.timeouts.request_s
         if limit is None or not self._lane_buffer:  # an idle keep-alive connection is Sanic's to time
             await self._lane_wakeup
             return
@@ -278,7 +268,7 @@ class FastLaneProtocol(SanicSeam):
             return _SANIC
         length = headers.get("content-length", "0")
         method, path = parser.get_method().decode("latin-1"), head.url.decode("latin-1")
-        match = self._routes.router.match(method, path)
+        match = self._routes.dispatch.match(method, path)
         if (
             match is None
             or not match.route.hot
@@ -300,23 +290,15 @@ class FastLaneProtocol(SanicSeam):
 
     async def _answer(self, taken: _Request) -> None:
         match, request = taken.match, taken.request
-        access = self._routes.access
-        refusal, verdict = access.admit(match, request.headers) if access is not None else (None, ALLOWED)
+        dispatch = self._routes.dispatch
+        refusal, verdict = dispatch.admit(match, request.headers)
         # The write too runs admitted: a streamed body calls the model as it is written.
         with admitted(verdict):
-            reply = refusal if refusal is not None else await self._reply(match, request)
+            reply = refusal if refusal is not None else await dispatch.answer(match, request)
             keep_alive = not self._drain.closing
             await self._write(reply, keep_alive)
         if not keep_alive:
             self.close()  # after what is written has left
-
-    async def _reply(self, match: Match, request: HttpRequest) -> HttpReply:
-        try:
-            return await within_response_timeout(
-                call_route(match.route, request, self._routes.max_request_bytes), self._routes.timeouts
-            )
-        except Exception as error:  # noqa: BLE001 - rendered by the route's dialect, as on Sanic
-            return route_failure(match.dialect, error, request.path, request.params)
 
     async def _write(self, reply: HttpReply, keep_alive: bool) -> None:
         transport = self.transport

@@ -1,38 +1,28 @@
 """The Sanic app: every declared route of every dialect, served from its declaration.
 
-Sanic sees one catch-all streaming route; the core's router (the same one the
-fast lane uses) picks the declared route, the body is read as the route's
-policy says, the handler gets a neutral HttpRequest and its HttpReply is
-written back. Sanic still parses HTTP, enforces limits and keeps connections.
+Sanic sees one catch-all streaming route; the body is read as the route's
+policy says, and the steps every HTTP path takes (match, admit, time, call,
+render a failure: dispatch.py, the same as on the fast lane) turn the neutral
+HttpRequest into the HttpReply written back. Sanic still parses HTTP, enforces limits and keeps connections.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import replace
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from sanic import HTTPResponse, Request, Sanic
 from sanic.exceptions import PayloadTooLarge, RequestTimeout, SanicException
 
-from modelplatform.base.observing import ScopeOpener, counted_in_call, current_scope
-from modelplatform.dataplane.declarations import (
-    BodyPolicy,
-    HttpDialect,
-    HttpHandler,
-    HttpReply,
-    HttpRequest,
-    HttpRoute,
-)
-from modelplatform.frontends.gate import access_gate
-from modelplatform.frontends.http.admission import ALLOWED, HttpAccess, admitted
-from modelplatform.frontends.http.encoding import body_limit, call_route, decoded_request
-from modelplatform.frontends.http.failures import PathOwners, route_failure
+from modelplatform.dataplane.declarations import BodyPolicy, HttpReply, HttpRequest
+from modelplatform.frontends.http.admission import admitted
+from modelplatform.frontends.http.dispatch import HttpDispatch, protocol_of
+from modelplatform.frontends.http.encoding import body_limit
 from modelplatform.frontends.http.fastlane import LaneRoutes
 from modelplatform.frontends.http.replies import send_reply
-from modelplatform.frontends.http.routing import Match, Router
+from modelplatform.frontends.http.routing import Match
 from modelplatform.frontends.http.sanic_seam import (
     close_after_reply,
     end_keep_alive,
@@ -40,71 +30,15 @@ from modelplatform.frontends.http.sanic_seam import (
     limit_request_body,
     seconds_silent,
 )
-from modelplatform.frontends.http.timeouts import NO_LIMIT_S, HttpTimeouts, within_response_timeout
+from modelplatform.frontends.http.timeouts import NO_LIMIT_S, HttpTimeouts
 
 if TYPE_CHECKING:
     from modelplatform.dataplane.context import ServerContext
     from modelplatform.dataplane.draining import Drain
-    from modelplatform.dataplane.facade import DataPlane
+    from modelplatform.dataplane.inference import Inference
 
 _app_numbers = itertools.count()
 _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
-
-
-def build_router(context: ServerContext) -> Router:
-    """Every dialect's routes, each handler run inside a request scope (observing.py)."""
-    dialects = list(context.dialects.values())
-    opener = ScopeOpener(context.dataplane.observers)
-    dataplane, limit = context.dataplane, context.settings.max_request_bytes
-    routes = {
-        d.name: [_scoped(route, protocol_of(d), opener, dataplane, limit) for route in d.routes(context)]
-        for d in dialects
-    }
-    return Router(dialects, routes)
-
-
-def protocol_of(dialect: HttpDialect) -> str:
-    """The ``protocol`` label the dialect's requests are counted under."""
-    return dialect.protocol or dialect.name
-
-
-def _scoped(
-    route: HttpRoute, protocol: str, opener: ScopeOpener, dataplane: DataPlane, max_request_bytes: int
-) -> HttpRoute:
-    """``route`` with its handler counted under ``protocol`` (one wrapper for both paths),
-    its body's Content-Encoding undone first.
-
-    On an inference route, an error answer no counter saw is counted as a refusal.
-    """
-    handler: HttpHandler = route.handler
-    model_param = route.model_param
-    limit = body_limit(route, max_request_bytes)
-
-    async def scoped(request: HttpRequest) -> HttpReply:
-        scope = opener.open(protocol, _headers, request)
-        token = current_scope.set(scope)
-        streamed = False
-        failed = True
-        try:
-            reply = await handler(decoded_request(request, limit))
-            streamed, failed = reply.streamed, reply.status >= 400
-            return reply
-        except asyncio.CancelledError:
-            failed = False  # the client left or the answer timed out: the dataplane counts it
-            raise
-        finally:
-            if failed and model_param is not None and not counted_in_call():
-                dataplane.count_refused(request.params.get(model_param, "") if model_param else "")
-            # A streamed body is produced after this returns, in this task: it keeps the scope.
-            if not streamed:
-                current_scope.reset(token)
-                opener.close(scope)
-
-    return replace(route, handler=scoped)
-
-
-def _headers(request: HttpRequest) -> Mapping[str, str]:
-    return request.headers
 
 
 def create_app(context: ServerContext) -> Sanic[Any, Any]:
@@ -124,14 +58,8 @@ def create_app(context: ServerContext) -> Sanic[Any, Any]:
     app.config.NOISY_EXCEPTIONS = False
     app.config.ACCESS_LOG = False
     app.config.FALLBACK_ERROR_FORMAT = "json"
-    router = build_router(context)
-    access = HttpAccess(access_gate(context))
-    dispatcher = Dispatcher(
-        router, PathOwners(context.dialects.values()), context.settings.max_request_bytes, timeouts
-    )
-    dispatcher.access = access
-    dispatcher.drain = context.dataplane.drain
-    dispatcher.dataplane = context.dataplane
+    dispatch = HttpDispatch.of(context)
+    dispatcher = Dispatcher(dispatch, context.dataplane.health.drain, context.dataplane.inference)
 
     async def every_route(request: Request, path: str = "") -> HTTPResponse | None:
         return await dispatcher.dispatch(request)
@@ -141,83 +69,81 @@ def create_app(context: ServerContext) -> Sanic[Any, Any]:
     app.add_route(every_route, "/<path:path>", methods=_METHODS, stream=True, name="routes")
     app.error_handler.add(SanicException, dispatcher.framework_error)
     app.error_handler.add(Exception, dispatcher.framework_error)
-    app.ctx.lane_routes = LaneRoutes.of(router, context.settings.max_request_bytes, timeouts, access)
-    app.ctx.drain = context.dataplane.drain  # the lane asks it whether to keep connections
+    app.ctx.lane_routes = LaneRoutes.of(dispatch)
+    app.ctx.drain = context.dataplane.health.drain  # the lane asks it whether to keep connections
     return app
 
 
 class Dispatcher:
-    def __init__(
-        self, router: Router, owners: PathOwners, max_request_bytes: int, timeouts: HttpTimeouts
-    ) -> None:
-        self.router = router
-        self.owners = owners
-        self.max_request_bytes = max_request_bytes
-        self.timeouts = timeouts
+    """The Sanic path: reads the body as the route's policy says, then takes the steps of
+    :class:`HttpDispatch` as the fast lane does; Sanic's own errors are answered here."""
+
+    def __init__(self, http: HttpDispatch, drain: Drain, inference: Inference) -> None:
+        self.http = http
         #: Once the shutdown drain closes connections, every answer says ``Connection: close``.
-        self.drain: Drain | None = None
+        self.drain = drain
         #: Counts inference requests refused before their route's handler ran (413, 408, 400).
-        self.dataplane: DataPlane | None = None
-        #: Restricted APIs and API keys, asked before a body is read (None: nothing to check).
-        self.access: HttpAccess | None = None
+        self.inference = inference
 
     async def dispatch(self, request: Request) -> HTTPResponse | None:
-        match = self.router.match(request.method, request.path)
+        http = self.http
+        match = http.match(request.method, request.path)
         if match is None:
-            return await send_reply(request, self._miss(request.method, request.path))
-        verdict = ALLOWED
-        if self.access is not None and self.access.active:
-            refusal, verdict = self.access.admit(match, request.headers)
-            if refusal is not None:
-                return await send_reply(request, refusal)
+            return await send_reply(request, http.miss(request.method, request.path))
+        refusal, verdict = http.admit(match, request.headers)
+        if refusal is not None:
+            return await send_reply(request, refusal)
         with admitted(verdict):
             reply = await self._answer(request, match)
-            if self.drain is not None and self.drain.closing:
+            if self.drain.closing:
                 end_keep_alive(request)
             return await send_reply(request, reply)
 
     async def _answer(self, request: Request, match: Match) -> HttpReply:
+        http = self.http
+
+        def refused(error: Exception) -> HttpReply | None:
+            return self._sanic_error(request, match, error)
+
         try:
-            neutral = await _neutral(request, match, self.max_request_bytes, self.timeouts)
-            reply = await within_response_timeout(
-                call_route(match.route, neutral, self.max_request_bytes), self.timeouts
-            )
-        except RequestTimeout as error:  # the client stalled its body: answer, then hang up
+            neutral = await _neutral(request, match, http.max_request_bytes, http.timeouts)
+        except Exception as error:  # noqa: BLE001 - rendered in the dialect's shape
+            reply = refused(error)
+            return reply if reply is not None else http.failure(match, error, request.path)
+        return await http.answer(match, neutral, refused)
+
+    def _sanic_error(self, request: Request, match: Match, error: Exception) -> HttpReply | None:
+        """A body Sanic refused to read (limit, stalled client, framing) in the dialect's shape,
+        counted as a refusal; None for any other error."""
+        if isinstance(error, RequestTimeout):  # the client stalled its body: answer, then hang up
             close_after_reply(request)
             reply = match.dialect.render_error(str(error), error.status_code)
-            self.count_refused(match)
-        except PayloadTooLarge as error:
+        elif isinstance(error, PayloadTooLarge):
             reply = match.dialect.render_error(_too_large(error), 413)
-            self.count_refused(match)
-        except SanicException as error:
+        elif isinstance(error, SanicException):
             reply = match.dialect.render_error(str(error) or "bad request", error.status_code)
-            self.count_refused(match)
-        except Exception as error:  # noqa: BLE001 - rendered in the dialect's shape
-            reply = route_failure(match.dialect, error, request.path, match.params)
+        else:
+            return None
+        self.count_refused(match)
         return reply
 
     def count_refused(self, match: Match | None) -> None:
         """An inference request refused before its handler ran (no scope is set yet)."""
-        if match is None or match.route.model_param is None or self.dataplane is None:
+        if match is None or match.route.model_param is None:
             return
         param = match.route.model_param
-        self.dataplane.count_refused(match.params.get(param, "") if param else "", protocol_of(match.dialect))
-
-    def _miss(self, method: str, path: str) -> HttpReply:
-        if self.router.allowed_methods(path):
-            return self.owners.render(path, "Method Not Allowed", 405)
-        return self.owners.render(path, "Not Found", 404)
+        self.inference.count_refused(match.params.get(param, "") if param else "", protocol_of(match.dialect))
 
     async def framework_error(self, request: Request, error: Exception) -> HTTPResponse:
         """Errors Sanic raises before dispatch (a malformed head, a head over the limit)."""
         if isinstance(error, (PayloadTooLarge, RequestTimeout)):
-            self.count_refused(self.router.match(request.method, request.path))
+            self.count_refused(self.http.match(request.method, request.path))
         if isinstance(error, PayloadTooLarge):
-            reply = self.owners.render(request.path, _too_large(error), 413)
+            reply = self.http.owners.render(request.path, _too_large(error), 413)
         elif isinstance(error, SanicException):
-            reply = self.owners.render(request.path, str(error) or "bad request", error.status_code)
+            reply = self.http.owners.render(request.path, str(error) or "bad request", error.status_code)
         else:
-            reply = self.owners.render(request.path, f"internal error: {type(error).__name__}", 500)
+            reply = self.http.owners.render(request.path, f"internal error: {type(error).__name__}", 500)
         response = await send_reply(request, reply)
         assert response is not None  # error replies are one buffer
         return response

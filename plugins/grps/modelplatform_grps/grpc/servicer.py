@@ -64,7 +64,7 @@ class GrpsServicer(grps_pb2_grpc.GrpsServiceServicer):
         return success()
 
     async def CheckLiveness(self, request: GrpsMessage, context: grpc.aio.ServicerContext) -> GrpsMessage:
-        return success() if self.rt.dataplane.live else failure(503, "Service Unavailable")
+        return success() if self.rt.health.live else failure(503, "Service Unavailable")
 
     async def CheckReadiness(self, request: GrpsMessage, context: grpc.aio.ServicerContext) -> GrpsMessage:
         return success() if self.rt.ready() else failure(503, "Service Unavailable")

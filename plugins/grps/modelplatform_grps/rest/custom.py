@@ -2,7 +2,7 @@
 
 A model declares ``parameters { key: "grps.http_path" value { string_value:
 "/my/path" } }`` in its config.pbtxt; the route (GET and POST) hands the raw
-body and headers to the model through ``DataPlane.call_raw`` (python models:
+body and headers to the model through ``dataplane.inference.call_raw`` (python models:
 an ``http(body, headers)`` method) and answers its bytes, streamed when the
 backend returns chunks; the call counts in flight and in the statistics.
 Paths are read from the repository at start-up and must not collide with
@@ -49,7 +49,7 @@ def declared_routes(context: ServerContext, reserved: Iterable[str]) -> list[Cus
     """Every model's ``grps.http_path``, checked against grps's own paths and each other."""
     taken = {_key(p): "grps built-in" for p in reserved}
     routes = []
-    for name in sorted({e.name for e in context.dataplane.index()}):
+    for name in sorted({e.name for e in context.dataplane.repository.index()}):
         path = _declared(context.dataplane, name, PARAMETER)
         if not path:
             continue
@@ -70,7 +70,7 @@ def _key(path: str) -> str:
 
 def _declared(dataplane: DataPlane, name: str, parameter: str) -> str:
     try:
-        config = dataplane.repository_config(name)
+        config = dataplane.repository.repository_config(name)
     except ModelPlatformError:  # the model manager reports a bad config
         return ""
     return config.parameters.get(parameter, "").strip() if config is not None else ""
@@ -86,9 +86,9 @@ class CustomHandler:
             version = self._version(request.query.get("model", ""))
         except ModelPlatformError:
             # Refused before the call: the statistics never saw it, so count it here (OTHER).
-            self.runtime.dataplane.count_refused(self.route.model)
+            self.runtime.inference.count_refused(self.route.model)
             raise
-        raw = await self.runtime.dataplane.call_raw(
+        raw = await self.runtime.inference.call_raw(
             self.route.model, version, bytes(request.body), dict(request.headers)
         )
         if isinstance(raw.body, bytes):

@@ -64,7 +64,7 @@ class GrpsRoutes:
         return _reply(success())
 
     async def live(self, request: HttpRequest) -> HttpReply:
-        if self.rt.dataplane.live:
+        if self.rt.health.live:
             return _reply(success())
         return _reply(failure(503, "Service Unavailable"))
 

@@ -61,7 +61,10 @@ class OipRoutes:
     """Handlers bound to one server's dataplane and codecs (resolved at start-up)."""
 
     def __init__(self, context: ServerContext) -> None:
-        self.dataplane = context.dataplane
+        self.inference = context.dataplane.inference
+        self.repository = context.dataplane.repository
+        self.health = context.dataplane.health
+        self.observation = context.dataplane.observation
         self.limits = Limits.from_settings(context.settings)
         binary = context.codecs.get(DIALECT, BINARY_CODEC)
         self.binary: RestCodec | None = binary if isinstance(binary, RestCodec) else None
@@ -72,27 +75,27 @@ class OipRoutes:
         )
 
     async def server_metadata(self, request: HttpRequest) -> HttpReply:
-        return _json(self.dataplane.server_metadata())
+        return _json(self.health.server_metadata())
 
     async def live(self, request: HttpRequest) -> HttpReply:
-        return _empty(self.dataplane.live)
+        return _empty(self.health.live)
 
     async def ready(self, request: HttpRequest) -> HttpReply:
-        return _empty(self.dataplane.ready())
+        return _empty(self.health.ready())
 
     async def model_ready(self, request: HttpRequest) -> HttpReply:
-        if self.dataplane.model_ready(*_model(request)):
+        if self.health.model_ready(*_model(request)):
             return _empty(True)
         return _json({"error": "Model version not ready"}, 400)
 
     async def model_metadata(self, request: HttpRequest) -> HttpReply:
-        return _json(metadata_json(self.dataplane.model_metadata(*_model(request))))
+        return _json(metadata_json(self.repository.model_metadata(*_model(request))))
 
     async def model_config(self, request: HttpRequest) -> HttpReply:
-        return _json(self.dataplane.model_config(*_model(request)).to_json())
+        return _json(self.repository.model_config(*_model(request)).to_json())
 
     async def statistics(self, request: HttpRequest) -> HttpReply:
-        stats = await self.dataplane.statistics(*_model(request))
+        stats = await self.observation.statistics(*_model(request))
         return _json({"model_stats": [s.to_json() for s in stats]})
 
     async def infer(self, request: HttpRequest) -> HttpReply:
@@ -110,7 +113,7 @@ class OipRoutes:
             inference = self._decode(body, headers.get(HEADER_LENGTH), model, version)
         except InvalidArgument as error:
             raise error.naming_model(model) from None
-        response = await self.regions.infer(self.dataplane, inference, "HTTP end point")
+        response = await self.regions.infer(inference, "HTTP end point")
         if self.binary is not None and self.binary.wants_response(inference):
             encoded = self.binary.encode(response, inference)
         else:
@@ -141,7 +144,7 @@ class OipRoutes:
             raise InvalidArgument(f"Unable to parse {HEADER_LENGTH} '{header_length}'") from None
         if not 0 <= length <= len(body):
             raise InvalidArgument(f"inference header size should be in range (0, {len(body)}), got: {length}")
-        config = self.dataplane.model_config(model, version)
+        config = self.repository.model_config(model, version)
         if not self.binary_reads_regions:
             return self.binary.decode(body, length, model, version, config, self.limits)
         return self.binary.decode(

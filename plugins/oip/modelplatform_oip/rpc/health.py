@@ -23,12 +23,12 @@ _Status = health_pb2.HealthCheckResponse
 
 class Health(health_pb2_grpc.HealthServicer):  # type: ignore[misc]  # grpc_health has no types: its base is Any
     def __init__(self, dataplane: DataPlane) -> None:
-        self.dataplane = dataplane
+        self.ready = dataplane.health.ready
 
     async def Check(self, request: health_pb2.HealthCheckRequest, context: Any) -> Any:
         if request.service not in _KNOWN:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service '{request.service}'")
-        serving = self.dataplane.ready()
+        serving = self.ready()
         return _Status(status=_Status.SERVING if serving else _Status.NOT_SERVING)
 
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: Any) -> None:

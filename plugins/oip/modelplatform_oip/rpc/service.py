@@ -53,27 +53,31 @@ class OipService:
     """Handlers bound to one server's dataplane (resolved at start-up)."""
 
     def __init__(self, context: ServerContext) -> None:
-        self.dataplane: DataPlane = context.dataplane
+        dataplane: DataPlane = context.dataplane
+        self.inference = dataplane.inference
+        self.repository = dataplane.repository
+        self.health = dataplane.health
+        self.observation = dataplane.observation
         self.limits = Limits.from_settings(context.settings)
         self.regions = Regions(context)
 
     async def server_live(self, request: pb.ServerLiveRequest, context: Any) -> pb.ServerLiveResponse:
-        return pb.ServerLiveResponse(live=self.dataplane.live)
+        return pb.ServerLiveResponse(live=self.health.live)
 
     async def server_ready(self, request: pb.ServerReadyRequest, context: Any) -> pb.ServerReadyResponse:
-        return pb.ServerReadyResponse(ready=self.dataplane.ready())
+        return pb.ServerReadyResponse(ready=self.health.ready())
 
     async def model_ready(self, request: pb.ModelReadyRequest, context: Any) -> pb.ModelReadyResponse:
-        return pb.ModelReadyResponse(ready=self.dataplane.model_ready(request.name, request.version))
+        return pb.ModelReadyResponse(ready=self.health.model_ready(request.name, request.version))
 
     async def server_metadata(self, request: Any, context: Any) -> pb.ServerMetadataResponse:
-        meta = self.dataplane.server_metadata()
+        meta = self.health.server_metadata()
         return pb.ServerMetadataResponse(
             name=meta["name"], version=meta["version"], extensions=meta["extensions"]
         )
 
     async def model_metadata(self, request: pb.ModelMetadataRequest, context: Any) -> Any:
-        meta = self.dataplane.model_metadata(request.name, request.version)
+        meta = self.repository.model_metadata(request.name, request.version)
         tensor = pb.ModelMetadataResponse.TensorMetadata
         return pb.ModelMetadataResponse(
             name=meta.name,
@@ -84,13 +88,13 @@ class OipService:
         )
 
     async def model_config(self, request: pb.ModelConfigRequest, context: Any) -> pb.ModelConfigResponse:
-        config = self.dataplane.model_config(request.name, request.version)
+        config = self.repository.model_config(request.name, request.version)
         response = pb.ModelConfigResponse()
         json_format.ParseDict(config.document, response.config)  # the JSON as read: same message
         return response
 
     async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
-        stats = await self.dataplane.statistics(request.name, request.version)
+        stats = await self.observation.statistics(request.name, request.version)
         return json_format.ParseDict(
             {"model_stats": [s.to_json() for s in stats]},
             pb.ModelStatisticsResponse(),
@@ -101,7 +105,7 @@ class OipService:
         """Tensors stay views of the received bytes and are copied once into the reply (wire.py);
         outputs bound to shared-memory regions are written there."""
         inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
-        return encode_response_bytes(await self.regions.infer(self.dataplane, inference, "ModelInfer RPC"))
+        return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"))
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
@@ -160,7 +164,7 @@ class OipService:
                 await self._stream_responses(inference, write)
             except ModelPlatformError as error:
                 if not counted_in_call():  # refused while decoding: no edge sees a stream's errors
-                    self.dataplane.count_refused(request.model_name)
+                    self.inference.count_refused(request.model_name)
                 if first_error is not None:
                     first_error.end_stream(error)
                 else:
@@ -183,7 +187,7 @@ class OipService:
         empty_final = final_flag_wanted(inference)
         placement = self.regions.bind_outputs(inference)
         final = False
-        async with contextlib.aclosing(self.dataplane.stream(inference)) as responses:
+        async with contextlib.aclosing(self.inference.stream(inference)) as responses:
             async for response in responses:
                 final = response.final
                 if placement is not None:

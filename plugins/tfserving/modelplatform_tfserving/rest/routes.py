@@ -82,7 +82,7 @@ class TfRoutes:
 
     def _all_models(self) -> dict[str, Any]:
         """Extension: every model and its versions (TF Serving answers 400 here)."""
-        names = sorted({entry.name for entry in self.dataplane.index()})
+        names = sorted({entry.name for entry in self.dataplane.repository.index()})
         models = []
         for name in names:
             statuses = (

@@ -1,0 +1,185 @@
+"""The calls every dialect makes per request: infer, stream, a raw call, and what they name.
+
+Dialects decode their wire format into an InferenceRequest, call
+:meth:`Inference.infer` (or :meth:`Inference.stream`), and encode the
+InferenceResponse; they never touch models or backends directly. Everything
+here is a dict lookup or a check against an already-frozen ModelConfig:
+nothing is parsed per request. Changes when what a request does changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Iterator, Mapping
+
+from modelplatform.base.access.scope import check_first_model
+from modelplatform.base.deadlines import deadline_for
+from modelplatform.base.errors import DecoupledModel, ModelExecutionError, ModelPlatformError
+from modelplatform.base.inference import InferenceRequest, InferenceResponse
+from modelplatform.dataplane.calls import Call, CountedChunks, failure_reason, record_failure
+from modelplatform.dataplane.draining import Drain, ServerShuttingDown
+from modelplatform.dataplane.views import streams, version_info
+from modelplatform.models import ModelManager, ModelVersion
+from modelplatform.models.backend import RawResponse
+from modelplatform.models.streams import closing_stream
+from modelplatform.models.views import VersionInfo
+
+
+class Inference:
+    """Requests to models: each counted in flight (for the drain) and in its model's statistics."""
+
+    def __init__(self, models: ModelManager, drain: Drain) -> None:
+        self._models = models
+        self._drain = drain
+
+    def resolve(self, name: str, version: str = "") -> VersionInfo:
+        """The READY version a request names: ``version``, or the newest READY one when "".
+
+        Raises what :meth:`infer` would: ModelNotFound when nothing READY
+        answers (unknown, never loaded, unloaded, failed), ModelNotReady only
+        while the model's first load runs, InvalidArgument for a version that
+        is not a number. Dialects with
+        version labels (TF Serving) turn the label into a number first.
+        """
+        return version_info(self._models.get(name, version))
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Validate, schedule, and shape the response for one request."""
+        check_first_model(request.model_name)  # a key limited to models, on a call naming it late
+        started = request.arrived_ns = time.perf_counter_ns()
+        try:
+            model = self._models.get(request.model_name, request.model_version)
+        except ModelPlatformError:
+            self._count_refused(request.model_name, started)
+            raise
+        stats = model.stats
+        drain = self._drain
+        # The hot path: model.request() and Call.failures_counted() spelled out inline,
+        # since generator context managers cost more than the rest of this method.
+        task = drain.enter()
+        model.enter()
+        scheduled = False
+        try:
+            model.rules.check(request)
+            if model.config.decoupled:  # its responses need a streaming call
+                raise DecoupledModel(request.model_name)
+            request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
+            scheduled = True
+            response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
+        except asyncio.CancelledError:
+            if not drain.ended(task):
+                if stats is not None:  # the client left: Triton's CANCELED, nothing to log
+                    stats.record_failure(time.perf_counter_ns() - started, "CANCELED")
+                raise
+            failure: ModelPlatformError = ServerShuttingDown()
+            record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
+            raise failure from None
+        except ModelPlatformError as error:
+            reason = failure_reason(error, scheduled)
+            record_failure(request.model_name, request.model_version, stats, started, error, reason)
+            raise
+        except Exception as error:
+            failure = ModelExecutionError(request.model_name, error)
+            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
+            raise failure from error
+        finally:
+            model.leave()
+            drain.leave(task)
+        rows = request.inputs[0].shape[0] if model.config.batching else 1
+        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # the hot path keeps one check: stats exist once READY
+        return _finish(response, request, model)
+
+    def count_refused(self, name: str, protocol: str = "") -> None:
+        """A request a dialect refused before asking the dataplane (a body it could not
+        decode, a model it resolved itself): one failure OTHER, under ``name`` when the
+        server knows it, else under ""; ``protocol`` when no request scope is set."""
+        self._models.counters_of(name).record_failure(0, "OTHER", protocol)
+
+    def _count_refused(self, name: str, started: int) -> None:
+        """A request no READY version answered: counted in its model's own counters when
+        the server knows that name, else under "" (clients must not create label values)."""
+        counters = self._models.counters_of(name)
+        counters.record_failure(time.perf_counter_ns() - started, "OTHER")
+
+    async def stream(self, request: InferenceRequest) -> AsyncGenerator[InferenceResponse, None]:
+        """Validate, then yield every response of a streaming (decoupled or generator) model.
+
+        Each stream takes the model's instances in turn and counts in flight
+        until it ends, so an unload waits for it. Errors before or during the
+        stream are raised from the iteration; closing the iterator early
+        (client gone) closes the backend's stream too and counts nothing.
+        A model whose instances do not stream answers through :meth:`infer`
+        (its scheduler, its batching): one response, marked ``final``.
+        """
+        check_first_model(request.model_name)
+        model = self._models.get(request.model_name, request.model_version)
+        if not streams(model):
+            response = await self.infer(request)
+            response.final = True
+            yield response
+            return
+        task = self._drain.enter()
+        call = Call(model, request.model_name, request.model_version)
+        try:
+            with call.failures_counted(), self._ended_as_unavailable(task):
+                model.rules.check(request)
+                # closing: a consumer that stops early stops the backend now, not at GC.
+                async with closing_stream(call.instance.stream(request)) as responses:
+                    async for response in responses:
+                        yield _finish(response, request, model)
+            call.succeeded()
+        finally:
+            call.release()
+            self._drain.leave(task)
+
+    async def call_raw(self, name: str, version: str, body: bytes, headers: Mapping[str, str]) -> RawResponse:
+        """Hand a request in the model's own wire format to an instance (custom routes).
+
+        Counted like :meth:`infer`: in flight until answered (a streamed body:
+        until its chunks end or it is closed, so close it), then as a success
+        or a failure in the model's statistics. Instances take turns.
+        """
+        check_first_model(name)
+        model = self._models.get(name, version)
+        task = self._drain.enter()
+        call = Call(model, name, version)
+        try:
+            with call.failures_counted(), self._ended_as_unavailable(task):
+                raw = await call.instance.handle_raw(body, headers)
+        except BaseException:
+            call.release()  # e.g. cancelled: no longer in flight, counted as nothing
+            raise
+        finally:
+            self._drain.leave(task)
+        if isinstance(raw.body, (bytes, bytearray, memoryview)):
+            call.succeeded()
+            return raw
+        return RawResponse(CountedChunks(raw.body, call), raw.content_type, raw.status)
+
+    @contextlib.contextmanager
+    def _ended_as_unavailable(self, task: asyncio.Task[object] | None) -> Iterator[None]:
+        """A call the drain's end cancelled raises ServerShuttingDown, not CancelledError."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not self._drain.ended(task):
+                raise
+            raise ServerShuttingDown() from None
+
+
+def _finish(response: InferenceResponse, request: InferenceRequest, model: ModelVersion) -> InferenceResponse:
+    response.model_name = request.model_name
+    response.model_version = model.version_str
+    response.id = request.id
+    if request.outputs is not None:
+        by_name = {t.name: t for t in response.outputs}
+        selected = []
+        for wanted in request.outputs:
+            tensor = by_name.get(wanted.name)
+            if tensor is not None:
+                tensor.parameters = {**tensor.parameters, **wanted.parameters}
+                selected.append(tensor)
+        response.outputs = selected
+    return response
