@@ -9,8 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelplatform import InferenceRequest, Settings, Tensor
-from modelplatform.testing import FunctionBackendPlugin, InProcessServer, free_port, function_model
+from modelplatform import InferenceRequest, Tensor
+from modelplatform.testing import (
+    FunctionBackendPlugin,
+    InProcessServer,
+    free_port,
+    function_model,
+    resolved_settings,
+)
 from modelplatform_metrics.routes import service_of
 
 from .scraping import scrape
@@ -32,9 +38,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _server(repo: Path, bounds: str) -> InProcessServer:
-    settings = Settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
-                        grpc_port=free_port(), plugins=("metrics",),
-                        metrics_config=(f"histogram_buckets_us={bounds}",))  # fmt: skip
+    settings = resolved_settings(model_repository=repo, host="127.0.0.1", http_port=free_port(),
+                                 grpc_port=free_port(), plugins=("metrics",),
+                                 metrics_config=(f"histogram_buckets_us={bounds}",))  # fmt: skip
     return InProcessServer(settings, [FunctionBackendPlugin])
 
 

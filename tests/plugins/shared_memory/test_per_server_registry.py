@@ -10,8 +10,8 @@ import uuid
 import orjson
 import pytest
 
-from modelplatform import HttpReply, HttpRequest, Settings
-from modelplatform.testing import InProcessServer, free_port
+from modelplatform import HttpReply, HttpRequest
+from modelplatform.testing import InProcessServer, free_port, resolved_settings
 
 SYSTEM = "/v2/systemsharedmemory"
 
@@ -48,10 +48,10 @@ async def _names(server: InProcessServer) -> list[str]:
 
 
 async def test_two_servers_with_one_settings_object_keep_their_own_regions(tmp_path, shm_key):
-    # One Settings object for both (metrics_port not the default: InProcessServer keeps it as is).
-    settings = Settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
-                        grpc_port=free_port(), metrics_port=free_port(), allow_client_shm=True,
-                        plugins=("oip-rest", "shared-memory"))  # fmt: skip
+    # One Settings object for both (the metrics plugin is not loaded: no metrics port to share).
+    settings = resolved_settings(model_repository=tmp_path, host="127.0.0.1", http_port=free_port(),
+                                 grpc_port=free_port(), allow_client_shm=True,
+                                 plugins=("oip-rest", "shared-memory"))  # fmt: skip
     first, second = InProcessServer(settings, []), InProcessServer(settings, [])
     assert first.context.settings is second.context.settings
     region = {"key": shm_key, "offset": 0, "byte_size": 4096}
