@@ -119,15 +119,24 @@ class FunctionBackendPlugin:
         return [FunctionBackend]
 
 
+def _loads_metrics(settings: Settings) -> bool:
+    return (
+        not settings.plugins or "metrics" in settings.plugins
+    ) and "metrics" not in settings.disable_plugins
+
+
 class InProcessServer:
     """``async with InProcessServer(settings, [plugin]) as server:`` serves until exit."""
 
     def __init__(self, settings: Settings, extra_plugins: Sequence[object] = ()) -> None:
         metrics = settings.options_for("metrics")
+        # Tests run side by side: the default metrics port moves to any free one, unless
+        # the metrics plugin is left out (then the settings are used as given).
         if (
-            metrics.get("metrics_port", DEFAULT_METRICS_PORT) == DEFAULT_METRICS_PORT
-        ):  # tests run side by side
-            metrics = {**metrics, "metrics_port": 0}  # any free port
+            _loads_metrics(settings)
+            and metrics.get("metrics_port", DEFAULT_METRICS_PORT) == DEFAULT_METRICS_PORT
+        ):
+            metrics = {**metrics, "metrics_port": 0}
             settings = dataclasses.replace(
                 settings, plugin_options={**settings.plugin_options, "metrics": metrics}
             )
