@@ -30,7 +30,10 @@ def _default(declared: Declared) -> str:
 
 def _row(declared: Declared) -> str:
     flags = ", ".join(f"`{flag}`" for flag in declared.flags) if declared.option.cli else "(config/env)"
-    cells = [f"`{declared.key_text}`", flags, f"`{declared.env}`", f"`{_default(declared)}`",
+    variable = f"`{declared.env}`" if declared.option.in_environment else "(config table only)"
+    if not declared.option.in_environment:
+        flags = "(config table only)"
+    cells = [f"`{declared.key_text}`", flags, variable, f"`{_default(declared)}`",
              declared.option.help.replace("|", "\\|")]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 

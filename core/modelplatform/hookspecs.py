@@ -52,7 +52,9 @@ def register_options() -> Sequence[Option]:
     (``--<plugin>-<name>``), a variable (``MODELPLATFORM_<PLUGIN>_<NAME>``) and
     a config key (``[plugins.<plugin>] <name>``), resolved with the core's
     precedence (defaults < file < environment < flags); ``top_level=True``
-    keeps an older un-namespaced name. The plugin reads the values with
+    keeps an older un-namespaced name, ``table`` a namespace several entry points
+    share (each declares the same options), and a ``dict`` option (``cli=False``)
+    is a config table only. The plugin reads the values with
     ``settings.options_for("<plugin>")``: every declared option, defaults filled
     in, checked. A flag of a disabled plugin is refused naming it; its variables
     and keys are passed over with a warning. Two options with one flag,

@@ -18,11 +18,19 @@ plugins (Triton's ``--metrics-port``); a new option should stay namespaced.
 The plugin reads the resolved values with ``settings.options_for("<plugin>")``
 (every declared option present, defaults filled in), typically into a frozen
 dataclass of its own.
+
+``table`` names the namespace when it is not the declaring plugin's name:
+the entry points of one distribution that share a table (grps-rest and
+grps-grpc read ``[plugins.grps]``) each declare the same options with the
+same ``table``; the options apply while any of them is enabled. An option of
+type ``dict`` is a structure, not a value: it exists only as a config table
+(``[plugins.<plugin>.<name>]``), with no flag and no variable, and its
+``check`` validates the whole table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +38,9 @@ from typing import Any
 from modelplatform.base.errors import InvalidArgument
 
 ENV_PREFIX = "MODELPLATFORM_"
-#: The value types an option may have; ``tuple`` is a list of strings.
-TYPES: tuple[type, ...] = (bool, int, float, str, Path, tuple)
+#: The value types an option may have; ``tuple`` is a list of strings, ``dict`` a
+#: config table (no flag, no variable).
+TYPES: tuple[type, ...] = (bool, int, float, str, Path, tuple, dict)
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -41,7 +50,8 @@ class Option:
 
     #: A Python identifier: the key of the value in ``settings.options_for(plugin)``.
     name: str
-    #: bool, int, float, str, Path or tuple (a list of strings: a repeatable flag).
+    #: bool, int, float, str, Path, tuple (a list of strings: a repeatable flag) or
+    #: dict (a config table only: declare it ``cli=False``).
     type: type = str
     #: The value when no source gives one; None for a bool means "not given" (a fall-back applies).
     default: Any = None
@@ -64,12 +74,22 @@ class Option:
     cli: bool = True
     #: Set by :func:`tls_options`: the listener whose TLS this option configures.
     tls_listener: str = ""
+    #: The namespace (``[plugins.<table>]``, ``--<table>-``, ``MODELPLATFORM_<TABLE>_``)
+    #: when not the declaring plugin's name: one table shared by several entry points.
+    table: str = ""
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise ValueError(f"option name {self.name!r} is not an identifier")
         if self.type not in TYPES:
             raise ValueError(f"option {self.name}: type {self.type!r} is not one of {TYPES}")
+        if self.type is dict and (self.cli or self.top_level):
+            raise ValueError(f"option {self.name}: a dict is a [plugins.<plugin>] table: cli=False")
+
+    @property
+    def in_environment(self) -> bool:
+        """Whether a ``MODELPLATFORM_*`` variable can give it (a table cannot)."""
+        return self.type is not dict
 
 
 def tls_options(listener: str, panel: str | None = None) -> tuple[Option, ...]:
@@ -101,10 +121,15 @@ def tls_options(listener: str, panel: str | None = None) -> tuple[Option, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """An option bound to its owner: the core (``owner == ""``) or the plugin that declared it."""
+    """An option bound to its owner: the core (``owner == ""``) or the plugin that declared it.
+
+    ``owner`` is the namespace (the plugin's name, or the option's ``table``);
+    ``providers`` the plugins that declare it (the owner alone unless a table is shared).
+    """
 
     option: Option
     owner: str = ""
+    providers: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -145,8 +170,12 @@ class Declared:
             if kind is tuple:
                 items = value.split(self.option.separator) if isinstance(value, str) else value
                 return tuple(str(item).strip() for item in items if str(item).strip())
+            if kind is dict:
+                return _table(value)
             if kind in (int, float) and isinstance(value, bool):
                 raise TypeError("a boolean is no number")
+            if kind is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError("a fraction is no whole number")  # int() would cut it silently
             return kind(value)
         except (TypeError, ValueError):
             raise InvalidArgument(f"setting {self.option.name}: cannot use {value!r}") from None
@@ -161,6 +190,12 @@ class Declared:
         return converted
 
 
+def _table(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError("a table is expected")
+    return dict(value)
+
+
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -168,4 +203,4 @@ def _boolean(value: Any) -> bool:
 
 
 def declared_by(owner: str, options: Sequence[Option]) -> tuple[Declared, ...]:
-    return tuple(Declared(option, owner) for option in options)
+    return tuple(Declared(option, option.table or owner, (owner,)) for option in options)

@@ -14,8 +14,14 @@ A disabled plugin's options (``--plugins``, ``--disable-plugin``):
   several deployments, they are passed over with a warning naming the plugin
   (``plugin_option_ignored``): never silently.
 
-A ``[plugins.<name>]`` table that no plugin declares options for is kept as
-written (a plugin reading its own table, such as grps's).
+A plugin's ``[plugins.<name>]`` table may hold only its declared options (an
+unknown key stops start-up naming it); an option of type ``dict`` is a table
+inside it (``[plugins.grps.dag]``), read from the file only. Options of a
+table shared by several entry points (``Option.table``: grps-rest and
+grps-grpc share ``[plugins.grps]``) apply while any of them is enabled. A
+``[plugins.<name>]`` table that no installed plugin declares options for is
+kept as written in ``Settings.plugin_options`` (for a plugin that reads its
+table itself); nothing in it is dropped or checked.
 """
 
 from __future__ import annotations
@@ -97,7 +103,7 @@ def _sources(
     in_file, value = _from_file(declared, file)
     if in_file:
         found.append((_FILE, value))
-    if declared.env in env:
+    if declared.option.in_environment and declared.env in env:
         found.append((_ENV, env[declared.env]))
     if declared.dest in given:
         found.append((_FLAG, given[declared.dest]))
@@ -140,14 +146,19 @@ def _plugin_values(
     values: dict[str, dict[str, Any]] = {}
     for owner in owners:
         options = [d for d in declared if d.owner == owner]
-        if settings.allows(owner):
+        if any(settings.allows(plugin) for plugin in _providers(options[0])):
             values[owner] = _owner_values(owner, options, file, env, given, tables.pop(owner, {}))
         else:
-            _passed_over(settings, owner, options, file, env, given, warn)
+            _passed_over(settings, options, file, env, given, warn)
             tables.pop(owner, None)
     listeners = tuple(dict.fromkeys((d.option.tls_listener, d.owner) for d in declared
                                     if d.option.tls_listener and d.owner in values))  # fmt: skip
     return {"plugin_options": {**tables, **values}, "tls_listeners": listeners}
+
+
+def _providers(declared: Declared) -> tuple[str, ...]:
+    """The plugins whose options these are: the owner, or the entry points sharing its table."""
+    return declared.providers or (declared.owner,)
 
 
 def _tables(file: Mapping[str, Any], owners: Sequence[str]) -> dict[str, Any]:
@@ -177,21 +188,23 @@ def _owner_values(
 
 def _passed_over(
     settings: Settings,
-    owner: str,
     options: Sequence[Declared],
     file: Mapping[str, Any],
     env: Mapping[str, str],
     given: Mapping[str, Any],
     warn: Warn,
 ) -> None:
-    why = _why_disabled(settings, owner)
+    plugins = _providers(options[0])
+    why = ", ".join(_why_disabled(settings, plugin) for plugin in plugins)
+    which = " and ".join(f"'{plugin}'" for plugin in plugins)
+    whose = f"plugin {which}, which is" if len(plugins) == 1 else f"plugins {which}, which are"
     for declared in options:
         for source, _ in _sources(declared, file, env, given):
             name = {_FLAG: declared.flags[0], _ENV: declared.env, _FILE: declared.key_text}[source]
-            message = f"{name} is an option of plugin '{owner}', which is disabled ({why})"
+            message = f"{name} is an option of {whose} disabled ({why})"
             if source == _FLAG:
                 raise InvalidArgument(message)
-            warn("plugin_option_ignored", {"plugin": owner, "option": name, "source": source,
+            warn("plugin_option_ignored", {"plugin": ",".join(plugins), "option": name, "source": source,
                                            "message": message})  # fmt: skip
 
 

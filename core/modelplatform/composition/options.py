@@ -9,6 +9,7 @@ reported by ``platform plugins`` and at start-up.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -21,7 +22,7 @@ from modelplatform import hookspecs
 from modelplatform.base import settings as settings_module
 from modelplatform.base.core_options import CORE_OPTIONS
 from modelplatform.base.errors import PluginError
-from modelplatform.base.options import Declared, Option
+from modelplatform.base.options import Declared, Option, declared_by
 from modelplatform.base.settings import Settings
 
 log = structlog.get_logger("modelplatform.composition.options")
@@ -48,9 +49,26 @@ def declared_options(manager: pluggy.PluginManager) -> tuple[Declared, ...]:
         for option in options:
             if not isinstance(option, Option):
                 raise PluginError(f"plugin '{impl.plugin_name}': register_options returned {option!r}")
-            declared.append(Declared(option, impl.plugin_name))
+        declared += declared_by(impl.plugin_name, options)
+    declared = _shared(declared)
     _refuse_clashes([*CORE_OPTIONS, *declared])
     return tuple(declared)
+
+
+def _shared(declared: Sequence[Declared]) -> list[Declared]:
+    """An option of a shared ``table`` declared alike by several entry points: one, with them all.
+
+    Declared differently, both stay and :func:`_refuse_clashes` names the two plugins.
+    """
+    kept: list[Declared] = []
+    for one in declared:
+        same = next((i for i, k in enumerate(kept) if one.option.table and k.option == one.option
+                     and k.owner == one.owner), None)  # fmt: skip
+        if same is None:
+            kept.append(one)
+        else:
+            kept[same] = dataclasses.replace(kept[same], providers=(*kept[same].providers, *one.providers))
+    return kept
 
 
 def _refuse_clashes(declared: Sequence[Declared]) -> None:
@@ -71,7 +89,9 @@ def _shown(name: object) -> str:
 
 
 def _owner(declared: Declared) -> str:
-    return f"plugin '{declared.owner}'" if declared.owner else "the core"
+    if not declared.owner:
+        return "the core"
+    return " and ".join(f"plugin '{name}'" for name in declared.providers or (declared.owner,))
 
 
 def resolve(

@@ -3,8 +3,10 @@
 Two bounds keep a faulty model from taking its instance down for good: an
 execute timeout (a call that never returns) and a memory bound (a child
 that keeps growing). Past either, the child is killed and started afresh
-(child_process.py). Each bound has a server default, from the config
-file's ``[plugins.python]`` table, that a model overrides with a parameter::
+(child_process.py). Each bound has a server default, declared once in
+:data:`OPTIONS` (``--python-execute-timeout-secs``,
+``MODELPLATFORM_PYTHON_EXECUTE_TIMEOUT_SECS`` or the config file's
+``[plugins.python]`` table), that a model overrides with a parameter::
 
     [plugins.python]
     execute_timeout_secs = 300    # 0: no timeout
@@ -25,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from modelplatform import InvalidArgument, ModelConfig, Settings
+from modelplatform import InvalidArgument, ModelConfig, Option, Settings
 
 PLUGIN = "python"
 EXECUTE_TIMEOUT = "python.execute_timeout_secs"
@@ -37,9 +39,30 @@ DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MAX_MEMORY_MIB = 0
 
 
+def _check_timeout(seconds: float) -> None:
+    _seconds(seconds, "execute_timeout_secs")
+
+
+def _check_memory(mebibytes: float) -> None:
+    _mebibytes(mebibytes, "max_memory_mib")
+
+
+OPTIONS = (
+    Option("execute_timeout_secs", float, DEFAULT_TIMEOUT_S, "Seconds one call of a process "
+           "instance may take before its child is killed and restarted; 0: no timeout (a model's "
+           "python.execute_timeout_secs wins).", _check_timeout,
+           metavar="<seconds>"),
+    # A float checked whole, so that 1.5 is refused by name (as a model's parameter is).
+    Option("max_memory_mib", float, DEFAULT_MAX_MEMORY_MIB, "Resident memory (MiB) a process "
+           "instance's child may reach before it is killed and restarted; 0: no bound (a model's "
+           "python.max_memory_mib wins).", _check_memory,
+           metavar="<MiB>"),
+)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class PythonOptions:
-    """The ``[plugins.python]`` table: the defaults every process-instance model gets."""
+    """The plugin's options (:data:`OPTIONS`): the defaults every process-instance model gets."""
 
     #: Seconds one ``infer`` call may take in a child; 0 means no timeout.
     execute_timeout_secs: float = DEFAULT_TIMEOUT_S
@@ -52,6 +75,7 @@ class PythonOptions:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> PythonOptions:
+        """From a ``[plugins.python]``-like mapping, checked again (the resolver checked the settings')."""
         unknown = sorted(set(values) - {"execute_timeout_secs", "max_memory_mib"})
         if unknown:
             raise InvalidArgument(f"[plugins.python]: unknown option(s) {unknown}")

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from modelplatform import Backend, Settings, hookimpl
+from collections.abc import Sequence
+
+from modelplatform import Backend, Option, Settings, hookimpl
 
 from .backend import PythonBackend
-from .limits import PythonOptions
+from .limits import OPTIONS, PythonOptions
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    return OPTIONS
 
 
 @hookimpl

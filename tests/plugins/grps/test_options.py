@@ -74,3 +74,55 @@ def test_unknown_option_stops_start_up(configured) -> None:
         with configured("no_such_option = 1"):
             pass
     assert "no_such_option" in str(error.value)
+
+
+@pytest.fixture
+def flagged(repository):
+    def start(*flags: str, env: dict[str, str] | None = None) -> ServerProcess:
+        return ServerProcess("--model-repository", str(repository), *flags, env=env)
+
+    return start
+
+
+def test_default_model_as_a_flag(flagged) -> None:
+    with flagged("--grps-default-model", "identity_bytes") as server:
+        status, reply = call_json(server, "POST", PREDICT, {"str_data": "hello"})
+        assert status == 200 and reply["str_data"] == "hello"
+
+
+def test_options_as_variables_beat_the_config_file(flagged, tmp_path) -> None:
+    config = write_config(tmp_path / "config.toml", 'default_model = "no_such_model"\nstart_online = true')
+    env = {"MODELPLATFORM_GRPS_DEFAULT_MODEL": "identity_bytes", "MODELPLATFORM_GRPS_START_ONLINE": "false"}
+    with flagged("--config", str(config), env=env) as server:
+        assert call(server, "GET", "/grps/v1/health/ready")[0] == 503  # started offline
+        status, reply = call_json(server, "POST", PREDICT, {"str_data": "hello"})
+        assert status == 200 and reply["str_data"] == "hello"
+
+
+def test_the_options_apply_with_one_transport_disabled(flagged) -> None:
+    with flagged("--disable-plugin", "grps-rest", "--no-grps-start-online") as server:
+        assert call(server, "GET", "/grps/v1/health/online")[0] == 404  # grps-rest is off
+        assert call(server, "GET", "/v2/health/ready", content_type=None)[0] == 400  # offline drains
+
+
+def test_a_flag_is_refused_when_both_transports_are_disabled(flagged) -> None:
+    with pytest.raises(RuntimeError) as error:
+        with flagged(
+            "--disable-plugin", "grps-rest", "--disable-plugin", "grps-grpc", "--grps-default-model", "x"
+        ):
+            pass
+    assert "--grps-default-model is an option of plugins 'grps-grpc' and 'grps-rest'" in str(error.value)
+
+
+def test_a_bad_value_stops_start_up_naming_the_option(flagged) -> None:
+    with pytest.raises(RuntimeError) as error:
+        with flagged("--grps-streaming-ctrl-mode", "cookie"):
+            pass
+    assert "streaming_ctrl_mode must be one of" in str(error.value)
+
+
+def test_the_dag_table_has_no_flag(flagged) -> None:
+    with pytest.raises(RuntimeError) as error:
+        with flagged("--grps-dag", "x"):
+            pass
+    assert "--grps-dag" in str(error.value)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from modelplatform import GrpcService, Settings, hookimpl
+from collections.abc import Sequence
 
+from modelplatform import GrpcService, Option, Settings, hookimpl
+
+from ..options import OPTIONS
 from .servicer import SERVICE, add_to_server
 
 #: Online/Offline change what the server serves: admin, not health.
@@ -18,3 +21,9 @@ CATEGORIES = {
 @hookimpl
 def register_grpc_services(settings: Settings) -> list[GrpcService]:
     return [GrpcService(SERVICE, add_to_server, protocol="grps_grpc", categories=CATEGORIES)]
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    # The same declarations as the other grps transport's: one [plugins.grps] table (options.py).
+    return OPTIONS

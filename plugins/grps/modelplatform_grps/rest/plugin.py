@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from modelplatform import HttpDialect, ServerContext, Settings, hookimpl
+from collections.abc import Sequence
 
+from modelplatform import HttpDialect, Option, ServerContext, Settings, hookimpl
+
+from ..options import OPTIONS
 from ..runtime import runtime
 from ..status import status_code
 from .routes import DIALECT, PREFIX, grps_routes, render_error
@@ -27,3 +30,9 @@ async def startup(server: ServerContext) -> None:
 @hookimpl
 async def shutdown(server: ServerContext) -> None:
     await runtime(server).sampler.stop()
+
+
+@hookimpl
+def register_options() -> Sequence[Option]:
+    # The same declarations as the other grps transport's: one [plugins.grps] table (options.py).
+    return OPTIONS
