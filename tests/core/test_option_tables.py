@@ -90,8 +90,14 @@ def test_a_fraction_is_no_whole_number(tmp_path: Path):
     assert resolve(config, env={}, plugin_options=_declared(duo_http=SHARED)).options_for("duo")["depth"] == 3
 
 
-def test_a_table_no_plugin_declares_is_kept_as_written(tmp_path: Path):
+def test_a_table_no_plugin_declares_is_kept_as_written_and_named_in_a_warning(tmp_path: Path):
     config = tmp_path / "config.toml"
     config.write_text("[plugins.elsewhere]\nanything = 1\n")
-    settings = resolve(config, env={}, plugin_options=_declared(duo_http=SHARED))
+    warnings: list[tuple[str, dict[str, str]]] = []
+    settings = resolve(
+        config, env={}, plugin_options=_declared(duo_http=SHARED), warn=lambda *said: warnings.append(said)
+    )
     assert settings.options_for("elsewhere") == {"anything": 1}
+    assert [(event, fields["table"]) for event, fields in warnings] == [
+        ("plugin_table_undeclared", "[plugins.elsewhere]")
+    ]

@@ -21,7 +21,8 @@ table shared by several entry points (``Option.table``: grps-rest and
 grps-grpc share ``[plugins.grps]``) apply while any of them is enabled. A
 ``[plugins.<name>]`` table that no installed plugin declares options for is
 kept as written in ``Settings.plugin_options`` (for a plugin that reads its
-table itself); nothing in it is dropped or checked.
+table itself), with a warning naming it (``plugin_table_undeclared``: a
+misspelled ``[plugins.pyhton]`` shows); nothing in it is dropped or checked.
 """
 
 from __future__ import annotations
@@ -151,6 +152,9 @@ def _plugin_values(
         else:
             _passed_over(settings, options, file, env, given, warn)
             tables.pop(owner, None)
+    for name in tables:  # kept for a plugin that reads its table itself, but never silently
+        warn("plugin_table_undeclared", {"table": f"[plugins.{name}]",
+                                         "why": "no installed plugin declares options for it"})  # fmt: skip
     listeners = tuple(dict.fromkeys((d.option.tls_listener, d.owner) for d in declared
                                     if d.option.tls_listener and d.owner in values))  # fmt: skip
     return {"plugin_options": {**tables, **values}, "tls_listeners": listeners}

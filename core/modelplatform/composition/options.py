@@ -36,7 +36,7 @@ def installed_options(extra: Sequence[object] = ()) -> tuple[Declared, ...]:
         try:
             manager.register(ep.load(), name=ep.name)
         except Exception as error:  # noqa: BLE001 - a broken plugin must not hide the others' options
-            log.debug("plugin_options_unavailable", plugin=ep.name, reason=str(error))
+            log.warning("plugin_options_unavailable", plugin=ep.name, reason=str(error))
     for index, plugin in enumerate(extra):
         manager.register(plugin, name=getattr(plugin, "__name__", f"extra-{index}"))
     return declared_options(manager)
