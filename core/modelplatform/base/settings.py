@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from modelplatform.base.errors import InvalidArgument
 from modelplatform.base.tls_settings import check_tls
 
 if TYPE_CHECKING:
-    from modelplatform.base.options import Declared
+    from modelplatform.base.options import Declared, Option
 
 ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
@@ -117,9 +117,16 @@ class Settings:
     #: ``(listener, plugin)``: the plugins' own TLS listeners (options.tls_options), e.g. metrics.
     tls_listeners: tuple[tuple[str, str], ...] = ()
 
-    def options_for(self, plugin: str) -> Mapping[str, Any]:
-        """The option values of ``plugin`` (its ``register_options`` names; defaults filled in)."""
-        return self.plugin_options.get(plugin, {})
+    def options_for(self, plugin: str, declared: Iterable[Option] = ()) -> Mapping[str, Any]:
+        """The option values of ``plugin`` (its ``register_options`` names; defaults filled in).
+
+        ``declared``: the plugin's own declarations, whose defaults fill what these settings
+        lack (settings built by hand, as tests do, hold no plugin values).
+        """
+        given = self.plugin_options.get(plugin, {})
+        if not declared:
+            return given
+        return {**{option.name: option.default for option in declared}, **given}
 
     def allows(self, plugin: str) -> bool:
         """Whether the allow and block lists (``--plugins``, ``--disable-plugin``) enable ``plugin``."""

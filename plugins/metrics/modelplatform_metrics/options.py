@@ -59,7 +59,7 @@ OPTIONS = (
 
 def option_values(settings: Settings) -> Mapping[str, Any]:
     """The declared options' values: defaults under what the settings give."""
-    return {**{option.name: option.default for option in OPTIONS}, **settings.options_for(PLUGIN)}
+    return settings.options_for(PLUGIN, OPTIONS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,5 +25,4 @@ class RepositoryOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RepositoryOptions:
-        defaults = {option.name: option.default for option in OPTIONS}
-        return cls(**{**defaults, **settings.options_for(PLUGIN)})
+        return cls(**settings.options_for(PLUGIN, OPTIONS))

@@ -35,5 +35,4 @@ class SharedMemoryOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SharedMemoryOptions:
-        defaults = {option.name: option.default for option in OPTIONS}
-        return cls(**{**defaults, **settings.options_for(PLUGIN)})
+        return cls(**settings.options_for(PLUGIN, OPTIONS))

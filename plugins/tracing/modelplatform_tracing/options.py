@@ -41,5 +41,4 @@ class TracingOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TracingOptions:
-        defaults = {option.name: option.default for option in OPTIONS}
-        return cls(**{**defaults, **settings.options_for(PLUGIN)})
+        return cls(**settings.options_for(PLUGIN, OPTIONS))
