@@ -217,6 +217,7 @@ def test_a_model_is_not_unloaded_while_an_ensemble_using_it_has_a_request_in_fli
     server, client, repository
 ):
     answers: list = []
+    succeeded_before = _successes(client, "slow_chain")
     started = repository / "double_slower" / "1" / "started"  # its first step touches it
     started.unlink(missing_ok=True)
     request = threading.Thread(
@@ -237,13 +238,21 @@ def test_a_model_is_not_unloaded_while_an_ensemble_using_it_has_a_request_in_fli
     assert started.exists(), "the ensemble's request never reached its first step"
     # The request is in its first step (1.5 s); `tenfold` is its second.
     client.unload_model("tenfold")  # returns once the ensemble's request has finished
-    assert answers, "the unload returned before the ensemble's request had finished"
-    request.join()
+    # Asked of the server: the request thread may read its answer a moment after the unload's.
+    assert _successes(client, "slow_chain") == succeeded_before + 1, (
+        "the unload returned before the ensemble's request had finished"
+    )
+    request.join(timeout=30)
     status, body = answers[0]
     assert status == 200, body
     assert body["outputs"][0]["data"] == [30.0]
     assert index(server.http_url)["tenfold"]["state"] == "UNAVAILABLE"
     client.load_model("tenfold")
+
+
+def _successes(client, model: str) -> int:
+    (stats,) = client.get_inference_statistics(model)["model_stats"]
+    return int(stats["inference_stats"]["success"]["count"])
 
 
 def test_unload_dependents_unloads_the_ensembles_that_use_the_model(server, client):
