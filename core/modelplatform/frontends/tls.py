@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,9 +65,13 @@ class Pem:
     root: bytes | None
 
 
-def read_pem(files: TlsFiles) -> Pem:
-    """The files' bytes; a file that cannot be read or is too large raises :class:`InvalidArgument`."""
-    return Pem(_read(files.cert), _read(files.key), None if files.root is None else _read(files.root))
+def read_pem(files: TlsFiles, read: Callable[[Path], bytes] | None = None) -> Pem:
+    """The files' bytes; a file that cannot be read or is too large raises :class:`InvalidArgument`.
+
+    ``read``: how a file is read (start-up passes one that reads each path once for every listener).
+    """
+    read = read or _read
+    return Pem(read(files.cert), read(files.key), None if files.root is None else read(files.root))
 
 
 def _read(path: Path) -> bytes:
@@ -136,10 +141,10 @@ def _fingerprint(paths: tuple[Path, ...]) -> tuple[object, ...]:
 class ListenerTls:
     """One listener's TLS: the latest good files, as bytes and as a server context."""
 
-    def __init__(self, name: str, files: TlsFiles) -> None:
+    def __init__(self, name: str, files: TlsFiles, read: Callable[[Path], bytes] | None = None) -> None:
         self.name = name
         self.files = files
-        self.pem = read_pem(files)
+        self.pem = read_pem(files, read)
         self._current = server_context(self.pem, files.mutual)
         #: The context given to asyncio servers; each handshake switches to :attr:`_current`.
         self.front = server_context(self.pem, files.mutual)
@@ -188,14 +193,18 @@ class ServerTls:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServerTls:
-        """Read and check every listener's files now; raises :class:`InvalidArgument` naming the bad one."""
+        """Read and check every listener's files now; raises :class:`InvalidArgument` naming the bad one.
+
+        A file several listeners share (the metrics port follows HTTP's by default) is read once.
+        """
+        read = functools.cache(_read)
         by_name = {}
         for name in listeners(settings):
             files = tls_files(settings, name)
             if files is None:
                 continue
             try:
-                by_name[name] = ListenerTls(name, files)
+                by_name[name] = ListenerTls(name, files, read)
             except InvalidArgument as error:
                 raise InvalidArgument(f"{name} TLS: {error.message}") from None
         return cls(by_name)
