@@ -236,6 +236,13 @@ def test_a_repository_over_mirror_max_bytes_is_refused_at_start(s3, bucket):
     _assert_refused(url, env, "over mirror_max_bytes (100)")
 
 
+def test_the_mirror_bound_flag_wins_over_its_variable(s3, bucket):
+    url = f"s3://127.0.0.1:{s3.port}/{bucket}/models"
+    env = {**s3.keys.env(), "MODELPLATFORM_STORAGE_MIRROR_MAX_BYTES": "100"}  # alone, refused (above)
+    with ServerProcess("--model-repository", url, "--storage-mirror-max-bytes", "0", env=env) as server:
+        assert httpclient.InferenceServerClient(server.http_url).is_model_ready("simple")
+
+
 def test_an_unreachable_endpoint_is_refused_at_start(s3):
     url = f"s3://127.0.0.1:{free_port()}/models-bucket/models"  # nothing listens there
     _assert_refused(url, s3.keys.env(), "cannot reach the storage endpoint")

@@ -21,7 +21,9 @@ def open_repository(location: str, settings: Settings) -> RepositorySource | Non
     where = parse(location)
     if where is None:
         return None  # not s3://, gs:// or as://: another plugin's scheme
-    from .cache import existing_mirror, open_mirror  # fsspec only when used
+    from .cache import MAX_BYTES_VARIABLE, existing_mirror, open_mirror  # fsspec only when used
 
     options = settings.options_for(PLUGIN)
-    return open_mirror(where, os.environ, existing_mirror(settings.model_repository), options)
+    # The resolved option already ranks flag > variable > file: the variable must not outrank a flag.
+    env = {name: value for name, value in os.environ.items() if name != MAX_BYTES_VARIABLE}
+    return open_mirror(where, env, existing_mirror(settings.model_repository), options)
