@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, ModelStats
+from modelplatform import HttpReply, HttpRequest, HttpRoute
+from modelplatform.statistics import ModelStats
 from modelplatform.testing import free_port, scoped_route
 from modelplatform_tracing.settings import TraceSetting, TraceSettings
 from modelplatform_tracing.spans import SpanWriter
