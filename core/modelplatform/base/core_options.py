@@ -91,9 +91,6 @@ _TABLE: list[dict[str, Any]] = [
     *_tls("http"),
 ]  # fmt: skip
 
-#: Settings fields that are no option: set by resolution, never given.
-NOT_OPTIONS = frozenset({"plugin_options", "tls_listeners"})
-
 
 def _declared(entry: dict[str, Any]) -> Declared:
     field = _FIELDS[entry["name"]]

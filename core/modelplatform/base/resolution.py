@@ -35,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from modelplatform.base.core_options import CORE_OPTIONS, NOT_OPTIONS
+from modelplatform.base.core_options import CORE_OPTIONS
 from modelplatform.base.errors import InvalidArgument
 from modelplatform.base.options import Declared
 from modelplatform.base.settings import Settings, check, is_remote
@@ -55,12 +55,11 @@ def merge(
 ) -> Settings:
     file = _read(config_file) if config_file is not None else {}
     given = {dest: value for dest, value in overrides.items() if value is not None}
-    known = {d.dest for d in (*CORE_OPTIONS, *plugin_declared)} | NOT_OPTIONS
+    known = {d.dest for d in (*CORE_OPTIONS, *plugin_declared)}  # plugin_options come from declarations
     _refuse_unknown(set(given) - known, "unknown setting(s)")
     top_level = {d.key[0] for d in (*CORE_OPTIONS, *plugin_declared) if len(d.key) == 1}
     _refuse_unknown(set(file) - top_level - {"plugins"}, "unknown setting(s)")
     core = {d.option.name: d.checked(v) for d, v in _chosen(CORE_OPTIONS, file, env, given)}
-    core.update({name: given[name] for name in NOT_OPTIONS if name in given})
     settings = _core_settings(core)
     plugin_values = _plugin_values(settings, plugin_declared, file, env, given, warn or _logged)
     settings = dataclasses.replace(settings, **plugin_values)

@@ -10,6 +10,7 @@ reported by ``platform plugins`` and at start-up.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -28,8 +29,13 @@ from modelplatform.base.settings import Settings
 log = structlog.get_logger("modelplatform.composition.options")
 
 
-def installed_options(extra: Sequence[object] = ()) -> tuple[Declared, ...]:
-    """The options of every installed plugin (and of ``extra`` plugin objects), checked for clashes."""
+@functools.cache
+def installed_options() -> tuple[Declared, ...]:
+    """The options of every installed plugin, checked for clashes.
+
+    Read once per process (``serve`` builds its flags from them, then resolves with
+    them): which distributions are installed is a fact of the process, not of a server.
+    """
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     for ep in sorted(metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name):
@@ -37,8 +43,6 @@ def installed_options(extra: Sequence[object] = ()) -> tuple[Declared, ...]:
             manager.register(ep.load(), name=ep.name)
         except Exception as error:  # noqa: BLE001 - a broken plugin must not hide the others' options
             log.warning("plugin_options_unavailable", plugin=ep.name, reason=str(error))
-    for index, plugin in enumerate(extra):
-        manager.register(plugin, name=getattr(plugin, "__name__", f"extra-{index}"))
     return declared_options(manager)
 
 
