@@ -37,10 +37,15 @@ def _check_interval(interval_ms: int) -> None:
 
 
 def _check_pairs(pairs: tuple[str, ...]) -> None:
+    """Every entry is ``key=value`` with a known key and a good value: refused at resolution."""
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not (sep and key.strip() and value.strip()):
             raise InvalidArgument(f"metrics_config entry {pair!r} is not 'key=value'")
+    config = _parse(pairs)
+    _buckets(config.get("histogram_buckets_us"))
+    for flag in ("counter_latencies", "histogram_latencies"):
+        _flag(config, flag, True)
 
 
 OPTIONS = (

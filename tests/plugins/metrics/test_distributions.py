@@ -239,3 +239,18 @@ def test_every_metric_the_grafana_dashboard_reads_is_in_a_scrape(samples):
             if not (n.startswith("nv_gpu_") and not any("nv_gpu" in s for s in scraped))
         }
         assert not missing, f"{query}: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [("bogus=1", "unknown key 'bogus'"), ("counter_latencies=maybe", "must be true or false")],
+)
+def test_a_bad_metrics_config_is_one_line_and_exit_2_before_start_up(config, said):
+    from tests.core.test_cli import _serve_until_it_exits
+
+    returncode, stderr = _serve_until_it_exits(
+        "--model-repository", str(MODEL_REPOSITORY), "--metrics-config", config
+    )
+    lines = stderr.strip().splitlines()
+    assert returncode == 2, stderr
+    assert len(lines) == 1 and lines[0].startswith("error: metrics_config") and said in lines[0], stderr
