@@ -24,9 +24,12 @@ PATH = "/metrics"
 
 def service_of(context: ServerContext) -> MetricsService:
     """The server's one MetricsService, made on first use."""
+    return context.shared(MetricsService, lambda: _made(context))
+
+
+def _made(context: ServerContext) -> MetricsService:
     options = MetricsOptions.from_settings(context.settings)
-    admit = header_check(context, "metrics")
-    return context.shared(MetricsService, lambda: MetricsService(context.dataplane, options, admit))
+    return MetricsService(context.dataplane, options, header_check(context, "metrics"))
 
 
 def metrics_routes(context: ServerContext) -> Sequence[HttpRoute]:
