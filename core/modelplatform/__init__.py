@@ -13,7 +13,7 @@ lives in the plugin that owns it or in a documented sub-API:
 - ``modelplatform.datatypes``: tensor datatypes, their numpy dtypes, sizes
   and BYTES wire form (backends and codecs);
 - ``modelplatform.statistics``: the ``ModelStats`` that
-  ``DataPlane.statistics()`` answers, and a server's latency histogram bounds
+  ``dataplane.observation.statistics()`` answers, and a server's latency histogram bounds
   (``set_latency_buckets(server, bounds)``, from the ``configure`` hook);
 - ``modelplatform.testing``: an in-process server and a function backend for
   plugin tests;

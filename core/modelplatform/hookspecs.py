@@ -112,7 +112,7 @@ def register_commands(cli: typer.Typer) -> None:
     """Add sub-commands to the ``platform`` CLI (``cli.command()(fn)``).
 
     Called once, for every plugin, when the first word of the command line
-    names no core command (core commands and ``--help`` import no plugin);
+    names no core command (``version`` and ``--help`` import no plugin);
     ``platform plugins`` lists what each plugin adds. Return nothing.
     """
 

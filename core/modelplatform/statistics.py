@@ -1,6 +1,6 @@
 """The statistics sub-API: for plugins that read or shape a server's statistics.
 
-``DataPlane.statistics()`` answers :class:`ModelStats` objects (Triton's
+``dataplane.observation.statistics()`` answers :class:`ModelStats` objects (Triton's
 statistics shape, plus latency histograms); the metrics plugin turns them
 into Prometheus families and grps into its own documents. A plugin that
 sets the latency histogram bounds does it for one server, from its

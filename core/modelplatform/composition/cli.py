@@ -284,8 +284,8 @@ def _first_word(args: list[str]) -> str | None:
 
 def main() -> None:
     # Plugins load (with sanic, grpc, onnxruntime...) only for a command they may add, and for
-    # `serve`, whose options they declare: `platform version`, `platform --help` and the other
-    # core commands start without them.
+    # the commands that resolve settings (`serve`, `plugins`, `models`: their options may be in
+    # the config file): `platform version` and `platform --help` start without them.
     if _first_word(sys.argv[1:]) == "serve":
         declare_serve_options(_installed_options())
     elif _asks_for_plugin_command(sys.argv[1:]):

@@ -1,6 +1,6 @@
 """Counting a call in flight and into its model's statistics.
 
-``DataPlane.infer`` does this inline (it is the hot path). Streams and raw
+``Inference.infer`` (inference.py) does this inline (it is the hot path). Streams and raw
 calls hold their model across many awaits, possibly after the method that
 started them has returned (a raw call's streamed body), so a :class:`Call`
 carries the bookkeeping until the call ends: an unload waits for it, and it
@@ -31,7 +31,7 @@ from modelplatform.models import ModelVersion
 from modelplatform.models.backend import Backend
 from modelplatform.models.stats import ModelStats
 
-log = structlog.get_logger("modelplatform.dataplane.facade")
+log = structlog.get_logger("modelplatform.dataplane.calls")
 _END: Final = object()
 
 

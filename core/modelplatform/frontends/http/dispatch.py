@@ -13,7 +13,9 @@ which the fuzzer uses) read a request each in their own way, then ask one
    steps 3 and 4 being :meth:`HttpDispatch.answer`.
 
 ``match`` and ``admit`` are bound once, so a request on the fast lane pays
-no more calls, awaits or allocations than when the lane spelled them out.
+the same awaits and no more allocations than when the lane spelled the steps
+out; with no restrictions or keys set, ``admit`` is one plain call that
+answers a constant (the lane used to write the constant inline).
 Every route's handler runs inside its request scope (observing.py):
 :func:`build_router` wraps them once, for every path.
 """

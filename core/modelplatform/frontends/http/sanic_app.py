@@ -49,8 +49,8 @@ def create_app(context: ServerContext) -> Sanic[Any, Any]:
     app.config.TOUCHUP = number == 0
     app.config.REQUEST_MAX_SIZE = context.settings.max_request_bytes
     timeouts = HttpTimeouts.of(context.settings)
-    # Sanic times out a request's head; its body and the answer are timed in
-    # Dispatcher (http/timeouts.py), the same way as on the fast lane.
+    # Sanic times out a request's head; its body and the answer are timed by
+    # HttpDispatch.answer (dispatch.py, with http/timeouts.py), as on the fast lane.
     # Sanic annotates these int; it only sleeps on and compares them, so float seconds work.
     app.config.REQUEST_TIMEOUT = timeouts.request_s or NO_LIMIT_S  # type: ignore[assignment]  # Sanic: int
     app.config.RESPONSE_TIMEOUT = NO_LIMIT_S  # type: ignore[assignment]  # Sanic: int
