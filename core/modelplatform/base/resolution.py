@@ -142,7 +142,7 @@ def _plugin_values(
     warn: Warn,
 ) -> dict[str, Any]:
     owners = list(dict.fromkeys(d.owner for d in declared))
-    tables = _tables(file, owners)
+    tables = _tables(file)
     values: dict[str, dict[str, Any]] = {}
     for owner in owners:
         options = [d for d in declared if d.owner == owner]
@@ -164,8 +164,8 @@ def _providers(declared: Declared) -> tuple[str, ...]:
     return declared.providers or (declared.owner,)
 
 
-def _tables(file: Mapping[str, Any], owners: Sequence[str]) -> dict[str, Any]:
-    """The ``[plugins.*]`` tables; a declaring plugin's table may hold only its options."""
+def _tables(file: Mapping[str, Any]) -> dict[str, Any]:
+    """The config file's ``[plugins.*]`` tables, by plugin (or table) name."""
     tables = file.get("plugins", {})
     return dict(tables) if isinstance(tables, Mapping) else {}  # else the allow-list
 

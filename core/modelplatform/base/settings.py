@@ -30,7 +30,6 @@ from modelplatform.base.tls_settings import check_tls
 if TYPE_CHECKING:
     from modelplatform.base.options import Declared, Option
 
-ENV_PREFIX = "MODELPLATFORM_"
 MiB = 1024 * 1024
 #: Timeouts beyond a year are typos (and overflow event-loop timers): refused.
 MAX_TIMEOUT_SECS = 365 * 24 * 3600.0

@@ -38,13 +38,13 @@ class Loader:
         self,
         root: Path,
         backends: BackendRegistry,
-        warmup_source: WarmupSource | None = None,
-        latency_buckets: LatencyBuckets | None = None,
+        warmup_source: WarmupSource | None,
+        latency_buckets: LatencyBuckets,
     ) -> None:
         self.root = root
         self._backends = backends
         #: The server's latency histogram bounds, read when a version's counters are made.
-        self._latency_buckets = latency_buckets or LatencyBuckets()
+        self._latency_buckets = latency_buckets
         #: The plugins' warmup requests for a version (the ``warmup_requests`` hook).
         self._warmup_source = warmup_source
         #: Handed to every backend instance before its load (ModelManager.bind_dataplane).

@@ -30,7 +30,6 @@ class SharedMemory:
 
     def __init__(self, context: ServerContext) -> None:
         settings = context.settings
-        self.settings = settings
         self.options = SharedMemoryOptions.from_settings(settings)
         codec = context.codecs.get(REGIONS_DIALECT, REGION_CODEC)
         # While client shared memory is allowed, this server's codec holds its registry.
