@@ -32,6 +32,7 @@ from modelplatform.base.access.scope import check_model_access
 from modelplatform.base.broadcasting import Broadcast
 from modelplatform.base.codecs import Codec
 from modelplatform.base.deadlines import transport_deadline
+from modelplatform.base.device import DeviceArray
 from modelplatform.base.errors import (
     AlreadyExists,
     Cancelled,
@@ -97,6 +98,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AlreadyExists",
     "Backend",
+    "DeviceArray",
     "BodyPolicy",
     "Cancelled",
     "Codec",

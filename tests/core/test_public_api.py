@@ -17,7 +17,7 @@ PUBLIC = {
     "BodyPolicy", "GrpcService", "Codec", "Broadcast",
     # the backend contract, tensors, requests and responses
     "Backend", "ServerCalls", "ExecuteResult", "PhaseClock", "RawResponse", "Tensor", "InferenceRequest",
-    "InferenceResponse", "RequestedOutput",
+    "InferenceResponse", "RequestedOutput", "DeviceArray",
     # model configuration, settings and limits
     "ModelConfig", "TensorSpec", "EnsembleScheduling", "EnsembleStep", "Settings", "Limits",
     # the dataplane and its read-only views

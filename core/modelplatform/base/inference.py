@@ -18,19 +18,27 @@ from modelplatform.base.dtypes import datatype_of
 
 if TYPE_CHECKING:
     from modelplatform.base.deadlines import Deadline
+    from modelplatform.base.device import DeviceArray
 
 Parameters = dict[str, Any]
 
 
 @dataclass(slots=True)
 class Tensor:
-    """A named, typed n-dimensional array plus its protocol parameters."""
+    """A named, typed n-dimensional array plus its protocol parameters.
+
+    ``device`` is set when the values are in GPU memory (a client's CUDA
+    shared memory): ``data`` is then a read-only stand-in holding no values,
+    and only backends with ``accepts_device_memory`` ever see such a tensor
+    (base/device.py).
+    """
 
     name: str
     datatype: str
     shape: tuple[int, ...]
     data: np.ndarray
     parameters: Parameters = field(default_factory=dict)
+    device: DeviceArray | None = None
 
     @classmethod
     def from_array(cls, name: str, array: np.ndarray, datatype: str | None = None) -> Tensor:
@@ -48,11 +56,17 @@ class RequestedOutput:
     copy; a backend that ignores it is still correct, since the output is
     copied there after inference. It is writable, and a backend must never
     write past its end.
+
+    ``device_destination`` is the same offer in GPU memory (a CUDA shared-memory
+    window), made only to backends with ``accepts_device_memory``: such a
+    backend may write the output there and return a tensor whose ``device``
+    is that array.
     """
 
     name: str
     parameters: Parameters = field(default_factory=dict)
     destination: memoryview | None = None
+    device_destination: DeviceArray | None = None
 
 
 @dataclass(slots=True)

@@ -160,6 +160,21 @@ class ModelConfig:
             return ()
         return tuple(dict.fromkeys(step.model_name for step in self.ensemble_scheduling.steps))
 
+    def instance_placement(self, instance_index: int) -> tuple[str, int]:
+        """Where instance ``instance_index`` runs: its group's kind and, for ``KIND_GPU``, its GPU.
+
+        Instances are numbered group by group, as the model manager creates
+        them; a group's instances take its ``gpus`` in turn (GPU 0 when it
+        names none). Other kinds answer device 0.
+        """
+        first = 0
+        for group in self.instance_group:
+            if instance_index < first + group.count:
+                gpus = group.gpus or (0,)
+                return group.kind, gpus[(instance_index - first) % len(gpus)]
+            first += group.count
+        return "KIND_AUTO", 0
+
     def input_spec(self, name: str) -> TensorSpec | None:
         for spec in self.inputs:  # per request: a loop is cheaper than next(generator)
             if spec.name == name:

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, Iterator, Mapping
 
 from modelplatform.base.access.scope import check_first_model
 from modelplatform.base.deadlines import deadline_for
+from modelplatform.base.device import to_host_inputs
 from modelplatform.base.errors import DecoupledModel, ModelExecutionError, ModelPlatformError
 from modelplatform.base.inference import InferenceRequest, InferenceResponse
 from modelplatform.dataplane.calls import Call, CountedChunks, failure_reason, record_failure
@@ -66,6 +67,8 @@ class Inference:
             if model.config.decoupled:  # its responses need a streaming call
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
+            if not model.accepts_device_memory:
+                to_host_inputs(request)  # a client's CUDA window, for a backend that reads host memory
             scheduled = True
             response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
         except asyncio.CancelledError:
@@ -125,6 +128,8 @@ class Inference:
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 model.rules.check(request)
+                if not model.accepts_device_memory:
+                    to_host_inputs(request)
                 # closing: a consumer that stops early stops the backend now, not at GC.
                 async with closing_stream(call.instance.stream(request)) as responses:
                     async for response in responses:

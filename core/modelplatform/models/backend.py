@@ -117,6 +117,10 @@ class Backend(ABC):
     #: awaits other models, as an ensemble does): the scheduler then never makes a
     #: request wait for the instance to be idle.
     concurrent: ClassVar[bool] = False
+    #: True when ``execute`` reads inputs whose ``Tensor.device`` is set (values in GPU
+    #: memory, ``data`` a stand-in) and honours ``RequestedOutput.device_destination``;
+    #: for any other backend the dataplane copies such inputs to the host first.
+    accepts_device_memory: ClassVar[bool] = False
 
     def __init__(self, config: ModelConfig, version_dir: Path, instance_index: int = 0) -> None:
         self.config = config

@@ -57,6 +57,11 @@ class ModelVersion:
         return rules
 
     @property
+    def accepts_device_memory(self) -> bool:
+        """Whether this version's backend reads inputs left in GPU memory (Backend.accepts_device_memory)."""
+        return bool(self.instances) and type(self.instances[0]).accepts_device_memory
+
+    @property
     def version_str(self) -> str:
         return str(self.version) if self.version >= 0 else ""
 

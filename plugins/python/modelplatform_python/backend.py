@@ -64,6 +64,7 @@ from modelplatform import (
 
 from . import bls
 from .bls import ModelCalls
+from .device import host_inputs
 from .kinds import PROCESS, instance_kind
 from .limits import PythonOptions, process_limits, refuse_limits_for_threads
 from .loader import import_model_module
@@ -78,6 +79,8 @@ T = TypeVar("T")
 class PythonBackend(Backend):
     kind: ClassVar[str] = "python"
     model_files: ClassVar[tuple[str, ...]] = ("model.py",)
+    #: Triton python models may keep GPU inputs on the GPU (device.py); other runners get host copies.
+    accepts_device_memory: ClassVar[bool] = True
     #: The server's ``[plugins.python]`` defaults (with_options); built-in ones until then.
     options: ClassVar[PythonOptions] = PythonOptions()
 
@@ -93,14 +96,19 @@ class PythonBackend(Backend):
         #: process instance or without a server. The current calls while the model's code
         #: runs (bls.bind), so pb_utils' exec() reaches the server that runs this model.
         self._calls: ModelCalls | None = None
+        #: Whether this instance's runner reads only host memory (all but TritonRunner).
+        self._host_only = True
 
     async def load(self) -> None:
         self._calls = self._model_calls()
         self._runner = await self._chosen_runner()
+        self._host_only = not isinstance(self._runner, TritonRunner)
         self._runner.phases = self.phases  # the runner marks where the model's code runs
         await self._bound(self._runner.load())
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        if self._host_only:
+            host_inputs(batch)
         token = bls.bind(self._calls)  # inline, not _bound: one frame less on every request
         try:
             return await self._runner.execute(batch)
@@ -108,6 +116,8 @@ class PythonBackend(Backend):
             bls.unbind(token)
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        if self._host_only:
+            host_inputs((request,))
         return self._bound_steps(self._runner.stream(request))
 
     @property

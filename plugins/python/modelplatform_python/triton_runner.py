@@ -38,6 +38,7 @@ from modelplatform import (
     NotFound,
     PhaseClock,
     RawResponse,
+    Tensor,
     Unavailable,
     Unsupported,
 )
@@ -47,6 +48,7 @@ from . import triton_utils as pb
 from .bls import ModelCalls, bind
 from .calls import InstanceCaller
 from .decoupled import ResponseSender
+from .device import input_value, instance_args, keeps_device_inputs, output_value
 from .loader import forget_module
 from .outputs import to_tensors
 from .raw import no_http
@@ -87,13 +89,15 @@ class TritonRunner:
         self.phases = PhaseClock()
         #: A decoupled model answers through response senders, any number of times.
         self.streams = config.decoupled
+        #: Triton's FORCE_CPU_ONLY_INPUT_TENSORS "no": inputs in GPU memory reach the model there.
+        self._device_inputs = keeps_device_inputs(config)
 
     async def load(self) -> None:
         self._model = self._module.TritonPythonModel()
         await _run(getattr(self._model, "initialize", None), self._initialize_args())
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        requests = [_pb_request(r) for r in batch]
+        requests = [_pb_request(r, self._device_inputs) for r in batch]
         self.phases.inputs_ready()
         try:
             execute = self._model.execute
@@ -128,11 +132,12 @@ class TritonRunner:
 
     def _initialize_args(self) -> dict[str, str]:
         """The ``args`` dict Triton passes to ``initialize``: all values are strings."""
+        kind, device = instance_args(self._config, self._instance)
         return {
             "model_config": json.dumps(self._config.to_json()),
-            "model_instance_kind": "CPU",
+            "model_instance_kind": kind,
             "model_instance_name": f"{self._config.name}_0_{self._instance}",
-            "model_instance_device_id": "0",
+            "model_instance_device_id": device,
             "model_repository": str(self._version_dir.parent),
             "model_version": self._version_dir.name,
             "model_name": self._config.name,
@@ -154,13 +159,25 @@ class TritonRunner:
         if response.has_error():
             return _error(self._config.name, response.error())
         try:
-            arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
-            tensors = to_tensors(self._config, arrays)
+            tensors = self._tensors(request, response.output_tensors())
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - a malformed response fails its request only
             return ModelExecutionError(self._config.name, error)
         return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
+
+    def _tensors(self, request: InferenceRequest, outputs: Sequence[pb.Tensor]) -> list[Tensor]:
+        """The model's outputs as response tensors; one in GPU memory goes to the host, or
+        straight into the CUDA shared-memory window the client bound it to."""
+        windows = {o.name: o.device_destination for o in request.outputs or () if o.device_destination}
+        arrays, placed = {}, {}
+        for output in outputs:
+            name = output.name()
+            arrays[name], placed[name] = output_value(pb.tensor_value(output), windows.get(name))
+        tensors = to_tensors(self._config, arrays)
+        for tensor in tensors:
+            tensor.device = placed.get(tensor.name)
+        return tensors
 
     async def _decoupled(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Run ``execute`` for one request and yield what its sender sends, as it comes.
@@ -170,7 +187,7 @@ class TritonRunner:
         reader leaving cancels the sender, so the model's next send raises.
         """
         sender = ResponseSender(self._config.name)
-        triton_request = _pb_request(request)
+        triton_request = _pb_request(request, self._device_inputs)
         triton_request.response_sender = sender  # type: ignore[attr-defined]  # Triton's pb_utils request takes the sender as an attribute
         call = asyncio.ensure_future(self._execute_decoupled(triton_request, sender))
         try:
@@ -215,12 +232,12 @@ class TritonRunner:
         yield  # an async generator, as every stream is: the error comes at the first step
 
 
-def _pb_request(request: InferenceRequest) -> pb.InferenceRequest:
+def _pb_request(request: InferenceRequest, device_inputs: bool) -> pb.InferenceRequest:
     wanted = [o.name for o in request.outputs] if request.outputs is not None else []
     return pb.InferenceRequest(
         model_name=request.model_name,
         requested_output_names=wanted,
-        inputs=[pb.Tensor(t.name, t.data) for t in request.inputs],
+        inputs=[pb.Tensor(t.name, input_value(t.data, t.device, device_inputs)) for t in request.inputs],
         request_id=request.id,
         correlation_id=request.parameters.get("sequence_id", 0),
         parameters=json.dumps(request.parameters, default=str),

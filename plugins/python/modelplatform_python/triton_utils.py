@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import structlog
 
+from .device import DLPACK_CPU, is_on_device
+
 __all__ = [
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
@@ -89,10 +91,15 @@ class TritonError:
 
 
 class Tensor:
-    """A named numpy array (CPU only here)."""
+    """A named tensor: a numpy array in host memory, or a framework's tensor in GPU memory.
+
+    GPU tensors come from ``from_dlpack`` (torch, cupy) or, for models with
+    ``FORCE_CPU_ONLY_INPUT_TENSORS: no``, from inputs that arrived in device
+    memory; ``as_numpy`` is for host tensors only, as on Triton.
+    """
 
     def __init__(self, name: str, array: Any) -> None:
-        if not isinstance(array, np.ndarray):
+        if not isinstance(array, np.ndarray) and not is_on_device(array):
             raise TritonModelException(f"Tensor '{name}' needs a numpy array, got {type(array).__name__}")
         self._name = name
         self._array = array
@@ -101,20 +108,57 @@ class Tensor:
         return self._name
 
     def as_numpy(self) -> np.ndarray:
+        if not isinstance(self._array, np.ndarray):
+            raise TritonModelException(
+                f"tensor '{self._name}' is in GPU memory: as_numpy() is only supported for CPU tensors"
+            )
         return self._array
 
     def shape(self) -> list[int]:
-        return list(self._array.shape)
+        return [int(d) for d in self._array.shape]
 
     def is_cpu(self) -> bool:
-        return True
+        return isinstance(self._array, np.ndarray)
 
     def to_dlpack(self) -> Any:
         return self._array.__dlpack__()
 
     @classmethod
     def from_dlpack(cls, name: str, capsule: Any) -> Tensor:
-        return cls(name, np.from_dlpack(capsule))
+        """From an object with ``__dlpack__`` or a DLPack capsule; GPU memory stays on the GPU."""
+        if is_on_device(capsule):
+            return cls(name, capsule)
+        if hasattr(capsule, "__dlpack__"):
+            return cls(name, np.from_dlpack(capsule))
+        return cls(name, _from_capsule(capsule))
+
+
+def tensor_value(tensor: Tensor) -> Any:
+    """What a Tensor holds, host or device (the runner's view; models use as_numpy/to_dlpack)."""
+    return tensor._array
+
+
+def _from_capsule(capsule: Any) -> Any:
+    """A bare capsule says nothing of its device: torch reads any (numpy only host memory)."""
+    try:
+        from torch.utils.dlpack import from_dlpack  # optional: GPU capsules need a framework
+    except ImportError:
+        return np.from_dlpack(_Capsule(capsule))
+    value = from_dlpack(capsule)
+    return value.numpy() if value.device.type == "cpu" else value
+
+
+class _Capsule:
+    """A host DLPack capsule dressed as an object numpy's from_dlpack takes."""
+
+    def __init__(self, capsule: Any) -> None:
+        self._capsule = capsule
+
+    def __dlpack__(self, **_: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (DLPACK_CPU, 0)
 
 
 class InferenceRequest:
