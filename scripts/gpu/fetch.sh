@@ -25,3 +25,11 @@ make -C "$root" perf-analyzer >/dev/null
 rm -rf "$out/perf_analyzer" && cp -r "$root/.venv/perf_analyzer" "$out/perf_analyzer"
 cp "$(readlink -f /lib/x86_64-linux-gnu/libb64.so.0d)" "$out/perf_analyzer/lib/libb64.so.0d"
 du -sh "$out"
+# This tree's own distributions (core and every plugin), built here: the GPU machine installs
+# them with --no-index (entry points need their metadata); rebuilt before every device call.
+rm -rf "$out/ours" && mkdir -p "$out/ours"
+for project in "$root" "$root"/plugins/*/; do
+  $pip wheel -q --no-deps --no-build-isolation --no-cache-dir -w "$out/ours" "$project" >/dev/null
+done
+ls "$out/ours" | wc -l
+du -sh "$out"
