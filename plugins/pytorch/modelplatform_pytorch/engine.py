@@ -37,6 +37,11 @@ log = structlog.get_logger("modelplatform_pytorch")
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
 
 
+#: One CUDA stream per (device, instance index), kept across loads: torch keeps a cuBLAS workspace
+#: per stream it ran on, so a new stream at every load would grow device memory with each reload.
+STREAMS: dict[tuple[str, int], Any] = {}
+
+
 class TorchScriptError(Exception):
     """What forward raised, shortened to its last line (TorchScript prepends its own traceback)."""
 
@@ -60,7 +65,7 @@ class TorchModel:
         module = _load(config.name, path, placement)
         device = _input_device(module, placement)
         binding = bind(config, _arguments(config.name, module))
-        stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        stream = _stream(device, instance_index)
         log.info(
             "torchscript_module_loaded",
             model=config.name,
@@ -170,6 +175,15 @@ def _arguments(model: str, module: Any) -> list[Argument]:
         ) from None
     arguments = [Argument(a.name, a.type.kind(), str(a.type)) for a in schema.arguments]
     return arguments[1:] if arguments and arguments[0].kind == "ClassType" else arguments
+
+
+def _stream(device: torch.device, instance_index: int) -> Any:
+    if device.type != "cuda":
+        return None
+    key = (str(device), instance_index)
+    if key not in STREAMS:
+        STREAMS[key] = torch.cuda.Stream(device)
+    return STREAMS[key]
 
 
 def _join(values: list[Any]) -> Any:
