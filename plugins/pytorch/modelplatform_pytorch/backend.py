@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -22,6 +23,7 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    ModelConfig,
     ModelExecutionError,
     ModelPlatformError,
     Tensor,
@@ -120,3 +122,12 @@ class PyTorchBackend(Backend):
     def _datatype(self, name: str) -> str | None:
         spec = self.config.output_spec(name)
         return spec.datatype if spec else None
+
+
+def _open(
+    config: ModelConfig, path: Path, instance_index: int, settings: parameters.TorchSettings
+) -> TorchModel:
+    """In a worker thread: importing torch takes a second or more, and the event loop keeps serving."""
+    from .engine import TorchModel  # torch: only when a model loads
+
+    return TorchModel.open(config, path, instance_index, settings)
