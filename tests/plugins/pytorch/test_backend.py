@@ -186,7 +186,8 @@ async def test_bf16_is_reinterpreted_not_converted(tmp_path):
 
 
 async def test_cpu_outputs_share_memory_with_torch(tmp_path):
-    backend = await _loaded(models.write_add_sub(tmp_path))
+    config = models.ADD_SUB_CONFIG + "instance_group [ { kind: KIND_CPU } ]\n"  # also where a GPU is
+    backend = await _loaded(models.save(models.scripted(models.AddSub()), tmp_path, "add_sub", config))
     a, b = _rows(2)
     seen = []
     forward = backend._model.module

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -177,15 +175,6 @@ def test_without_torch_the_backend_is_unavailable_and_the_server_serves_the_rest
         "import sys\nsys.modules['torch'] = None  # as if not installed\n"
     )
     env = {"PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
-    listed = subprocess.run(
-        [sys.executable, "-m", "modelplatform", "plugins"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env},
-    )
-    line = next(line for line in listed.stdout.splitlines() if line.startswith("pytorch "))
-    assert "unavailable" in line and "torch is not installed (pip install torch==2.13.0)" in line
     mixed = tmp_path / "repository"
     shutil.copytree(repository / "add_sub", mixed / "add_sub")
     shutil.copytree(ROOT / "model_repository" / "simple", mixed / "simple")
