@@ -22,7 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from modelplatform import InferenceRequest, InferenceResponse, Settings, Tensor  # noqa: E402 - after importorskip
-from modelplatform.testing import InProcessServer, ServerProcess, free_port, read_model_config  # noqa: E402
+from modelplatform.testing import InProcessServer, ServerProcess, free_port, read_model_config  # noqa: E402 - as above
 from modelplatform_pytorch.backend import PyTorchBackend  # noqa: E402 - as above
 
 from . import models  # noqa: E402 - imports torch
