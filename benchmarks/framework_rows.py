@@ -85,7 +85,8 @@ def measure_rows(rows: list[Row], measure: Measure, server_args: str, repeat: in
 
 
 def _repository() -> Path:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
     import build_torchscript_model  # scripts/: needs torch, imported only for these rows
 
     root = Path(tempfile.mkdtemp(prefix="bench-torch-"))
