@@ -37,9 +37,9 @@ log = structlog.get_logger("modelplatform_pytorch")
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
 
 
-#: One CUDA stream per (device, instance index), kept across loads: torch keeps a cuBLAS workspace
-#: per stream it ran on, so a new stream at every load would grow device memory with each reload.
-STREAMS: dict[tuple[str, int], Any] = {}
+#: One CUDA stream per (device, model, instance index), kept across loads: torch keeps a cuBLAS
+#: workspace per stream it ran on, so a new stream at every reload would take device memory again.
+STREAMS: dict[tuple[str, str, int], Any] = {}
 
 
 class TorchScriptError(Exception):
@@ -65,7 +65,7 @@ class TorchModel:
         module = _load(config.name, path, placement)
         device = _input_device(module, placement)
         binding = bind(config, _arguments(config.name, module))
-        stream = _stream(device, instance_index)
+        stream = _stream(device, config.name, instance_index)
         log.info(
             "torchscript_module_loaded",
             model=config.name,
@@ -177,10 +177,10 @@ def _arguments(model: str, module: Any) -> list[Argument]:
     return arguments[1:] if arguments and arguments[0].kind == "ClassType" else arguments
 
 
-def _stream(device: torch.device, instance_index: int) -> Any:
+def _stream(device: torch.device, model: str, instance_index: int) -> Any:
     if device.type != "cuda":
         return None
-    key = (str(device), instance_index)
+    key = (str(device), model, instance_index)
     if key not in STREAMS:
         STREAMS[key] = torch.cuda.Stream(device)
     return STREAMS[key]
