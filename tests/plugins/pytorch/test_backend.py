@@ -333,3 +333,26 @@ async def test_without_torch_the_backend_says_why(tmp_path, monkeypatch):
             await _loaded(folder)
     finally:
         availability.unavailable_reason.cache_clear()
+
+
+def test_dlpack_input_data_goes_in_without_a_copy():
+    from modelplatform_pytorch.tensors import as_torch
+
+    class DeviceBuffer:
+        """Not a numpy array: only the DLPack protocol (as a CUDA shared-memory window offers)."""
+
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, **kwargs):
+            return self.tensor.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+    source = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    value = as_torch(DeviceBuffer(source), "FP32", torch.device("cpu"))
+    assert value.data_ptr() == source.data_ptr()
+    assert torch.equal(value, source)
+    with pytest.raises(TypeError, match="neither a numpy array nor DLPack"):
+        as_torch([1.0, 2.0], "FP32", torch.device("cpu"))
