@@ -1,0 +1,1 @@
+"""modelplatform backend for TorchScript models on PyTorch."""

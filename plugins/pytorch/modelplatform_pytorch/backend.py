@@ -1,0 +1,133 @@
+"""The ``pytorch`` backend: ``<version>/model.pt`` (TorchScript) on the CPU or a CUDA GPU.
+
+Triton's ``backend: "pytorch"`` / ``platform: "pytorch_libtorch"``. torch is
+imported in :meth:`load` (through ``engine``), so this plugin imports on a
+machine without it. Each ``instance_group`` instance owns its own module on
+its own device (placement.py) and runs one execute at a time in a worker
+thread; the dynamic batcher's requests run as one forward (batching.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+import structlog
+
+from modelplatform import (
+    Backend,
+    ExecuteResult,
+    InferenceRequest,
+    InferenceResponse,
+    InvalidArgument,
+    ModelConfig,
+    ModelExecutionError,
+    ModelPlatformError,
+    Tensor,
+    Unavailable,
+)
+
+from . import availability, batching, parameters
+
+if TYPE_CHECKING:
+    from .engine import TorchModel
+
+log = structlog.get_logger("modelplatform_pytorch")
+
+MODEL_FILE = "model.pt"
+
+
+class PyTorchBackend(Backend):
+    kind: ClassVar[str] = "pytorch"
+    platforms: ClassVar[tuple[str, ...]] = ("pytorch_libtorch",)
+    model_files: ClassVar[tuple[str, ...]] = (MODEL_FILE,)
+
+    _model: TorchModel | None = None
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        return availability.unavailable_reason()
+
+    async def load(self) -> None:
+        reason = availability.unavailable_reason()
+        if reason:
+            raise Unavailable(f"model '{self.config.name}': pytorch backend unavailable: {reason}")
+        settings = parameters.parse(self.config.name, self.config.parameters)
+        path = self.version_dir / (self.config.default_model_filename or MODEL_FILE)
+        if not path.is_file():
+            raise InvalidArgument(f"model '{self.config.name}': {path} does not exist")
+        from .engine import TorchModel  # torch: only when a model loads
+
+        self._model = await asyncio.to_thread(
+            TorchModel.open, self.config, path, self.instance_index, settings
+        )
+
+    async def unload(self) -> None:
+        model, self._model = self._model, None
+        if model is not None:
+            await asyncio.to_thread(model.close)
+
+    async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        if batching.can_merge(batch, self.config.max_batch_size):
+            merged = await self._execute_merged(batch)
+            if merged is not None:
+                return merged
+        return [await self._execute_one(request) for request in batch]
+
+    async def _execute_merged(self, batch: Sequence[InferenceRequest]) -> ExecuteResult | None:
+        """One forward for the whole batch; None when it failed (each request then runs alone)."""
+        try:
+            arrays = await self._infer(batch, self._wanted(batch))
+            parts = batching.split(arrays, [batching.rows(r) for r in batch])
+        except Exception as error:  # noqa: BLE001 - retried one by one below
+            log.warning("merged_run_failed", model=self.config.name, reason=str(error))
+            return None
+        return [self._response(r, part) for r, part in zip(batch, parts)]
+
+    async def _execute_one(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError:
+        try:
+            return self._response(request, await self._infer([request], self._wanted([request])))
+        except ModelPlatformError as error:
+            return error
+        except Exception as error:  # noqa: BLE001 - a failed run fails its own request only
+            return ModelExecutionError(self.config.name, error)
+
+    async def _infer(
+        self, batch: Sequence[InferenceRequest], wanted: dict[str, str]
+    ) -> dict[str, np.ndarray]:
+        model = self._model
+        if model is None:
+            raise Unavailable(f"model '{self.config.name}' is not loaded")
+        arrays = [request.arrays() for request in batch]
+        pieces = {t.name: [a[t.name] for a in arrays] for t in batch[0].inputs}
+        datatypes = {t.name: t.datatype for t in batch[0].inputs}
+        return await asyncio.to_thread(model.infer, pieces, datatypes, wanted, self.phases)
+
+    def _wanted(self, batch: Sequence[InferenceRequest]) -> dict[str, str]:
+        """Output name -> configured datatype: what any request of the batch asked for, in config order."""
+        if any(request.outputs is None for request in batch):
+            names = {spec.name for spec in self.config.outputs}
+        else:
+            names = {o.name for request in batch for o in request.outputs or ()}
+        return {spec.name: spec.datatype for spec in self.config.outputs if spec.name in names}
+
+    def _response(self, request: InferenceRequest, arrays: dict[str, np.ndarray]) -> InferenceResponse:
+        names = [o.name for o in request.outputs] if request.outputs is not None else list(arrays)
+        tensors = [Tensor.from_array(name, arrays[name], self._datatype(name)) for name in names]
+        return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
+
+    def _datatype(self, name: str) -> str | None:
+        spec = self.config.output_spec(name)
+        return spec.datatype if spec else None
+
+
+def _open(
+    config: ModelConfig, path: Path, instance_index: int, settings: parameters.TorchSettings
+) -> TorchModel:
+    """In a worker thread: importing torch takes a second or more, and the event loop keeps serving."""
+    from .engine import TorchModel  # torch: only when a model loads
+
+    return TorchModel.open(config, path, instance_index, settings)
