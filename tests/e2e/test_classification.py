@@ -2,16 +2,18 @@
 
 Against the bundled ``classifier`` (SCORES with labels.txt, LOGITS without),
 ``identity_fp32`` (not batching) and ``identity_bytes`` (a BYTES output,
-which cannot be classified).
+which cannot be classified). tritonclient.grpc runs in a subprocess
+(``grpc_client``): its copy of Triton's protos clashes with ours in one process.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
+
+from tests.plugins.repository.helpers import grpc_client
 
 LABELS = ["apple", "banana", "cherry", "date", "elderberry"]
 FEATURES = np.array([[0.1, 2.0, 0.5, -1.0], [3.0, 0.0, 0.2, 0.1]], dtype=np.float32)
@@ -41,46 +43,66 @@ def kind(request):
 
 
 def _infer(server, kind: str, model: str, name: str, array: np.ndarray, datatype: str, output: str, k: int):
-    module = httpclient if kind == "http" else grpcclient
-    url = server.http_url if kind == "http" else server.grpc_url
-    client = module.InferenceServerClient(url)
-    try:
-        tensor = module.InferInput(name, list(array.shape), datatype)
+    """The classes (a nested list of bytes) and the output's datatype, over ``kind``."""
+    if kind == "grpc":
+        return _grpc_infer(server, model, name, array, datatype, output, k)
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        tensor = httpclient.InferInput(name, list(array.shape), datatype)
         tensor.set_data_from_numpy(array)
-        result = client.infer(model, [tensor], outputs=[module.InferRequestedOutput(output, class_count=k)])
-        return result.as_numpy(output), result.get_output(output)
-    finally:
-        client.close()
+        result = client.infer(model, [tensor], outputs=[httpclient.InferRequestedOutput(output, class_count=k)])
+    return result.as_numpy(output).tolist(), result.get_output(output)["datatype"]
 
 
-def _datatype(output) -> str:
-    return output["datatype"] if isinstance(output, dict) else output.datatype
+def _grpc_infer(server, model: str, name: str, array: np.ndarray, datatype: str, output: str, k: int):
+    found = grpc_client(
+        server.grpc_url,
+        f"""
+        import numpy as np
+        tensor = grpcclient.InferInput({name!r}, {list(array.shape)!r}, {datatype!r})
+        tensor.set_data_from_numpy(np.array({array.tolist()!r}, dtype={str(array.dtype)!r}))
+        try:
+            answer = client.infer({model!r}, [tensor], outputs=[grpcclient.InferRequestedOutput({output!r}, class_count={k})])
+            classes = answer.as_numpy({output!r})
+            result = [[c.decode() for c in np.atleast_1d(row)] for row in classes] if classes.ndim > 1 else [
+                c.decode() for c in classes
+            ]
+            result = {{"classes": result, "datatype": answer.get_output({output!r}).datatype}}
+        except InferenceServerException as error:
+            result = {{"error": str(error)}}
+        """,
+    )
+    if "error" in found:
+        raise InferenceServerException(found["error"])
+    return _as_bytes(found["classes"]), found["datatype"]
+
+
+def _as_bytes(value):
+    return [_as_bytes(v) for v in value] if isinstance(value, list) else value.encode()
 
 
 def test_top_k_with_labels_per_batch_row(server, kind):
-    classes, output = _infer(server, kind, "classifier", "FEATURES", FEATURES, "FP32", "SCORES", 2)
-    assert _datatype(output) == "BYTES"
-    assert classes.shape == (2, 2)
-    assert classes.tolist() == _expected(_scores(FEATURES), 2, LABELS)
-    assert classes[0, 0].endswith(b":1:banana") and classes[1, 0].endswith(b":0:apple")
+    classes, datatype = _infer(server, kind, "classifier", "FEATURES", FEATURES, "FP32", "SCORES", 2)
+    assert datatype == "BYTES"
+    assert classes == _expected(_scores(FEATURES), 2, LABELS)  # shape [2, 2]: top 2 of each row
+    assert classes[0][0].endswith(b":1:banana") and classes[1][0].endswith(b":0:apple")
 
 
 def test_output_without_labels_gives_value_and_index(server, kind):
     classes, _ = _infer(server, kind, "classifier", "FEATURES", FEATURES, "FP32", "LOGITS", 3)
-    assert classes.tolist() == _expected(_logits(FEATURES), 3, None)
-    assert classes[0, 0] == b"2.000000:1"
+    assert classes == _expected(_logits(FEATURES), 3, None)
+    assert classes[0][0] == b"2.000000:1"
 
 
 def test_count_past_the_classes_is_clamped(server, kind):
     classes, _ = _infer(server, kind, "classifier", "FEATURES", FEATURES[:1], "FP32", "SCORES", 7)
-    assert classes.shape == (1, 5)
+    assert len(classes) == 1 and len(classes[0]) == 5  # shape [1, 5]: every class, no more
     assert sorted(c.split(b":")[2].decode() for c in classes[0]) == sorted(LABELS)
 
 
 def test_model_without_batching_classifies_the_whole_tensor(server, kind):
     values = np.array([0.5, 4.0, -1.0, 2.5], dtype=np.float32)
     classes, _ = _infer(server, kind, "identity_fp32", "INPUT0", values, "FP32", "OUTPUT0", 2)
-    assert classes.tolist() == [b"4.000000:1", b"2.500000:3"]
+    assert classes == [b"4.000000:1", b"2.500000:3"]  # shape [2]: no batch dimension
 
 
 def test_bytes_output_is_refused_clearly(server, kind):
@@ -93,10 +115,6 @@ def test_bytes_output_is_refused_clearly(server, kind):
 def test_classification_and_schedule_policy_are_advertised(server):
     with httpclient.InferenceServerClient(server.http_url) as client:
         extensions = client.get_server_metadata()["extensions"]
-    grpc_client = grpcclient.InferenceServerClient(server.grpc_url)
-    try:
-        grpc_extensions = grpc_client.get_server_metadata().extensions
-    finally:
-        grpc_client.close()
+    grpc_extensions = grpc_client(server.grpc_url, "result = list(client.get_server_metadata().extensions)")
     for found in (extensions, grpc_extensions):
         assert {"classification", "schedule_policy"} <= set(found)

@@ -37,7 +37,7 @@ from modelplatform.models.stats import ModelStats
 #: Request parameters that do not change an answer: deadlines, queueing, the encoding.
 IGNORED_PARAMETERS = frozenset({"timeout", "priority", "binary_data_output", "headers"})
 #: What one entry costs beyond its tensors' data: the dict slot, the key, the objects.
-_ENTRY_OVERHEAD = 400
+_ENTRY_OVERHEAD = 800
 #: What one cached tensor costs beyond its data: the Tensor, the array header, its name.
 _TENSOR_OVERHEAD = 300
 _loads = itertools.count(1)
