@@ -58,7 +58,9 @@ class Recorder(Backend):
 
 
 def _request(config, value: float, **parameters) -> InferenceRequest:
-    request = InferenceRequest("rec", [Tensor.from_array("A", np.full((1, 1), value, np.float32))], parameters=parameters)
+    request = InferenceRequest(
+        "rec", [Tensor.from_array("A", np.full((1, 1), value, np.float32))], parameters=parameters
+    )
     request.deadline = deadline_for(parameters, config.dynamic_batching)  # as the dataplane does
     return request
 
@@ -111,16 +113,16 @@ async def test_each_level_has_its_own_max_queue_size():
 async def test_reject_fails_past_the_default_timeout_and_override_only_shortens_it():
     policy = {"default_timeout_microseconds": 30_000, "allow_timeout_override": True}
     config = _config(default_queue_policy=policy)
-    seen, results = await _run(
-        config, {"value": 1.0}, {"value": 2.0, "timeout": 10_000_000}, delay=0.1
-    )
+    seen, results = await _run(config, {"value": 1.0}, {"value": 2.0, "timeout": 10_000_000}, delay=0.1)
     assert isinstance(results[1], Unavailable) and "Request timeout expired" in str(results[1])
     assert isinstance(results[2], Unavailable)  # a longer client timeout does not lengthen it
     assert seen == [0.0]
 
 
 async def test_client_timeout_is_ignored_without_allow_timeout_override():
-    config = _config(default_queue_policy={"default_timeout_microseconds": 0, "allow_timeout_override": False})
+    config = _config(
+        default_queue_policy={"default_timeout_microseconds": 0, "allow_timeout_override": False}
+    )
     seen, results = await _run(config, {"value": 1.0, "timeout": 1000}, delay=0.05)
     assert not any(isinstance(r, Exception) for r in results)
     assert seen == [0.0, 1.0]
@@ -145,7 +147,11 @@ async def test_delay_moves_a_request_behind_its_level_but_not_behind_lower_level
         priority_levels=2,
         default_priority_level=2,
         priority_queue_policy={
-            "1": {"timeout_action": "DELAY", "default_timeout_microseconds": 500_000, "allow_timeout_override": True}
+            "1": {
+                "timeout_action": "DELAY",
+                "default_timeout_microseconds": 500_000,
+                "allow_timeout_override": True,
+            }
         },
     )
     seen, results = await _run(
@@ -185,7 +191,11 @@ def test_policies_are_read_as_written():
     config = _config(
         priority_levels=2,
         default_priority_level=2,
-        default_queue_policy={"timeout_action": "DELAY", "default_timeout_microseconds": 7, "max_queue_size": 3},
+        default_queue_policy={
+            "timeout_action": "DELAY",
+            "default_timeout_microseconds": 7,
+            "max_queue_size": 3,
+        },
         priority_queue_policy={"1": {"allow_timeout_override": True}},
     )
     batching = config.dynamic_batching

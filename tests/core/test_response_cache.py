@@ -17,7 +17,9 @@ from modelplatform.models.stats import ModelStats
 
 def _request(values, datatype: str = "FP32", outputs=None, **parameters) -> InferenceRequest:
     array = np.asarray(values, dtype=np.float32 if datatype == "FP32" else np.int32)
-    return InferenceRequest("m", [Tensor("IN", datatype, array.shape, array)], parameters=parameters, outputs=outputs)
+    return InferenceRequest(
+        "m", [Tensor("IN", datatype, array.shape, array)], parameters=parameters, outputs=outputs
+    )
 
 
 def _response(array: np.ndarray) -> InferenceResponse:
@@ -104,7 +106,9 @@ def test_memory_stays_under_the_size_under_a_flood_of_distinct_answers(floats, s
             key, _, lookup_ns = version.lookup(request)
             outputs = [Tensor.from_array("OUT", np.full(floats, value, np.float32))]
             if strings:
-                outputs.append(Tensor("S", "BYTES", (strings,), np.array([b"x" * 100] * strings, dtype=object)))
+                outputs.append(
+                    Tensor("S", "BYTES", (strings,), np.array([b"x" * 100] * strings, dtype=object))
+                )
             version.insert(key, InferenceResponse("m", "1", outputs), lookup_ns)
             del request, outputs
         gc.collect()
@@ -126,9 +130,13 @@ def test_cache_config_gives_the_size(values, size):
 
 def test_decoupled_model_with_a_cache_is_refused():
     text = 'name: "d" backend: "python" model_transaction_policy { decoupled: true } response_cache { enable: true }'
-    with pytest.raises(InvalidArgument, match="Response Cache does not currently support model 'd' with 'decoupled'"):
+    with pytest.raises(
+        InvalidArgument, match="Response Cache does not currently support model 'd' with 'decoupled'"
+    ):
         from_proto(parse_text(text))
-    assert from_proto(parse_json({"name": "c", "backend": "python", "response_cache": {"enable": True}})).response_cache
+    assert from_proto(
+        parse_json({"name": "c", "backend": "python", "response_cache": {"enable": True}})
+    ).response_cache
 
 
 def test_sequence_model_with_a_cache_is_refused():

@@ -49,7 +49,9 @@ def _infer(server, kind: str, model: str, name: str, array: np.ndarray, datatype
     with httpclient.InferenceServerClient(server.http_url) as client:
         tensor = httpclient.InferInput(name, list(array.shape), datatype)
         tensor.set_data_from_numpy(array)
-        result = client.infer(model, [tensor], outputs=[httpclient.InferRequestedOutput(output, class_count=k)])
+        result = client.infer(
+            model, [tensor], outputs=[httpclient.InferRequestedOutput(output, class_count=k)]
+        )
     return result.as_numpy(output).tolist(), result.get_output(output)["datatype"]
 
 
@@ -107,7 +109,9 @@ def test_model_without_batching_classifies_the_whole_tensor(server, kind):
 
 def test_bytes_output_is_refused_clearly(server, kind):
     values = np.array([b"a", b"b"], dtype=object)
-    with pytest.raises(InferenceServerException, match="class result not available for output 'OUTPUT0'") as caught:
+    with pytest.raises(
+        InferenceServerException, match="class result not available for output 'OUTPUT0'"
+    ) as caught:
         _infer(server, kind, "identity_bytes", "INPUT0", values, "BYTES", "OUTPUT0", 1)
     assert "unsupported type 'BYTES'" in str(caught.value)
 

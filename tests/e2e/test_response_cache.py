@@ -106,7 +106,9 @@ def _inference_stats(server, model: str) -> dict:
 
 
 def _metric(server, line_start: str) -> float:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
+    text = (
+        urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
+    )
     found = [line for line in text.splitlines() if line.startswith(line_start)]
     assert found, f"no metric {line_start}"
     return float(found[0].rsplit(" ", 1)[1])
@@ -125,7 +127,9 @@ def test_identical_request_is_answered_from_the_cache_over_http_and_grpc(server,
     assert other_calls == first_calls + 1
     after = _inference_stats(server, model)
     hits = after["inference_stats"]["cache_hit"]["count"] - before["inference_stats"]["cache_hit"]["count"]
-    misses = after["inference_stats"]["cache_miss"]["count"] - before["inference_stats"]["cache_miss"]["count"]
+    misses = (
+        after["inference_stats"]["cache_miss"]["count"] - before["inference_stats"]["cache_miss"]["count"]
+    )
     assert (hits, misses) == (1, 2)
     assert after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"] == 3
     assert after["inference_count"] - before["inference_count"] == 2  # hits infer nothing (Triton's count)
@@ -169,7 +173,9 @@ def test_a_flood_of_distinct_requests_evicts_the_least_recently_used(server):
 
 def test_decoupled_model_with_a_cache_is_refused_with_the_reason(server):
     with httpclient.InferenceServerClient(server.http_url) as client:
-        with pytest.raises(InferenceServerException, match="Response Cache does not currently support") as caught:
+        with pytest.raises(
+            InferenceServerException, match="Response Cache does not currently support"
+        ) as caught:
             client.load_model("decoupled_cached")
     assert "'decoupled' transaction policy" in str(caught.value)
 
@@ -185,7 +191,16 @@ def test_decoupled_model_with_a_cache_is_refused_with_the_reason(server):
 )
 def test_bad_cache_config_stops_start_up(value, message, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "modelplatform", "serve", "--model-repository", str(tmp_path), "--cache-config", value],
+        [
+            sys.executable,
+            "-m",
+            "modelplatform",
+            "serve",
+            "--model-repository",
+            str(tmp_path),
+            "--cache-config",
+            value,
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -26,7 +26,9 @@ def cache_size(values: Iterable[str]) -> int:
         if cache.strip() != LOCAL:
             raise InvalidArgument(f"--cache-config '{value}': only the '{LOCAL}' cache is served here")
         if key.strip() != "size":
-            raise InvalidArgument(f"--cache-config '{value}': the local cache has no key '{key}' (only 'size')")
+            raise InvalidArgument(
+                f"--cache-config '{value}': the local cache has no key '{key}' (only 'size')"
+            )
         settings[key.strip()] = setting.strip()
     if not settings:
         return 0

@@ -18,8 +18,8 @@ from modelplatform.base.access.scope import check_first_model
 from modelplatform.base.deadlines import deadline_for
 from modelplatform.base.errors import DecoupledModel, ModelExecutionError, ModelPlatformError
 from modelplatform.base.inference import InferenceRequest, InferenceResponse, Tensor
-from modelplatform.dataplane.classification import CLASSIFICATION, classified, requested_count
 from modelplatform.dataplane.calls import Call, CountedChunks, failure_reason, record_failure
+from modelplatform.dataplane.classification import CLASSIFICATION, classified, requested_count
 from modelplatform.dataplane.draining import Drain, ServerShuttingDown
 from modelplatform.dataplane.views import streams, version_info
 from modelplatform.models import ModelManager, ModelVersion
@@ -176,7 +176,9 @@ class Inference:
             raise ServerShuttingDown() from None
 
 
-async def _cached(model: ModelVersion, cache: VersionCache, request: InferenceRequest) -> tuple[InferenceResponse, int]:
+async def _cached(
+    model: ModelVersion, cache: VersionCache, request: InferenceRequest
+) -> tuple[InferenceResponse, int]:
     """The answer from the response cache, else from the model (then kept); and the rows
     the model inferred for it: a hit infers none (Triton's ``inference_count``)."""
     key, response, lookup_ns = cache.lookup(request)

@@ -19,7 +19,11 @@ Labels = dict[str, tuple[str, ...]]
 
 def read_labels(config: ModelConfig, model_dir: Path) -> Labels:
     """Each output with a ``label_filename``: its labels, by output name."""
-    return {spec.name: _read(spec.name, spec.label_filename, model_dir) for spec in config.outputs if spec.label_filename}
+    return {
+        spec.name: _read(spec.name, spec.label_filename, model_dir)
+        for spec in config.outputs
+        if spec.label_filename
+    }
 
 
 def _read(output: str, filename: str, model_dir: Path) -> tuple[str, ...]:

@@ -67,7 +67,12 @@ def _add_failures(
 #: Triton's per-model response cache families: (family, help, ModelStats.durations key, count or us).
 _CACHE = (
     ("nv_cache_num_hits_per_model", "Number of cache hits per model", "cache_hit", False),
-    ("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", "cache_hit", True),
+    (
+        "nv_cache_hit_duration_per_model",
+        "Total cache hit duration per model, in microseconds",
+        "cache_hit",
+        True,
+    ),
     ("nv_cache_num_misses_per_model", "Number of cache misses per model", "cache_miss", False),
     (
         "nv_cache_miss_duration_per_model",
@@ -89,6 +94,9 @@ def cache_families(stats: Sequence[ModelStats]) -> list[Family]:
         family = Family(name, "counter", text)
         for entry in cached:
             counted = entry.durations[key]
-            family.add({"model": entry.name, "version": entry.version}, counted.ns // 1000 if duration else counted.count)
+            family.add(
+                {"model": entry.name, "version": entry.version},
+                counted.ns // 1000 if duration else counted.count,
+            )
         families.append(family)
     return families
