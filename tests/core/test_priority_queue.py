@@ -205,3 +205,9 @@ def test_policies_are_read_as_written():
     assert default.allow_timeout_override is False  # Triton's default: the config says nothing
     assert batching.policy_for(1).allow_timeout_override is True
     assert batching.levels() == (1, 2) and batching.level_of(0) == 2 and batching.level_of(1) == 1
+
+
+def test_bad_priority_is_refused_for_a_model_without_dynamic_batching_too():
+    with pytest.raises(InvalidArgument, match="priority"):
+        deadline_for({"priority": "urgent"}, None)
+    assert deadline_for({"priority": 3}, None) is None  # accepted, and changes nothing there

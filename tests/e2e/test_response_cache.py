@@ -57,6 +57,31 @@ MODELS = {
 }
 
 
+#: An ensemble with the cache, whose one step (``uncached``) runs whenever the ensemble does.
+PIPELINE = """
+name: "cached_pipeline"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] },
+  { name: "CALLS" data_type: TYPE_INT64 dims: [ 1 ] }
+]
+response_cache { enable: true }
+ensemble_scheduling {
+  step [
+    {
+      model_name: "uncached"
+      model_version: -1
+      input_map { key: "INPUT0" value: "INPUT0" }
+      output_map { key: "OUTPUT0" value: "OUTPUT0" }
+      output_map { key: "CALLS" value: "CALLS" }
+    }
+  ]
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("repository")
@@ -64,6 +89,8 @@ def repository(tmp_path_factory) -> Path:
         (root / name / "1").mkdir(parents=True)
         (root / name / "config.pbtxt").write_text(COUNTED.format(name=name, extra=extra))
         (root / name / "1" / "model.py").write_text(MODEL)
+    (root / "cached_pipeline" / "1").mkdir(parents=True)
+    (root / "cached_pipeline" / "config.pbtxt").write_text(PIPELINE)
     return root
 
 
@@ -73,6 +100,7 @@ def server(repository):
         "--model-repository", str(repository),
         "--model-control-mode", "explicit",
         "--load-model", "counted", "--load-model", "counted_batched", "--load-model", "uncached",
+        "--load-model", "cached_pipeline",
         "--cache-config", f"local,size={CACHE_BYTES}",
     ) as process:  # fmt: skip
         yield process
@@ -156,6 +184,15 @@ def test_model_without_response_cache_always_runs(server):
     _, second = _http_infer(server, "uncached", values)
     assert second == first + 1
     assert _inference_stats(server, "uncached")["inference_stats"]["cache_hit"]["count"] == 0
+
+
+def test_an_ensemble_with_the_cache_answers_without_running_its_steps(server):
+    values = np.array([[11.0, 12.0]], dtype=np.float32)
+    _, first = _http_infer(server, "cached_pipeline", values)
+    _, again = _http_infer(server, "cached_pipeline", values)
+    assert again == first  # the step (which never caches) did not run
+    _, direct = _http_infer(server, "uncached", values)
+    assert direct == first + 1
 
 
 def test_a_flood_of_distinct_requests_evicts_the_least_recently_used(server):

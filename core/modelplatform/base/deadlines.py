@@ -98,9 +98,10 @@ def deadline_for(parameters: Mapping[str, Any], batching: DynamicBatching | None
 
 def _timeout_us(parameters: Mapping[str, Any], batching: DynamicBatching | None) -> int:
     asked = asked_timeout_us(parameters)
+    priority = requested_priority(parameters)  # checked for every model, as Triton's front ends do
     if batching is None:
         return asked
-    policy = batching.policy_for(batching.level_of(requested_priority(parameters)))
+    policy = batching.policy_for(batching.level_of(priority))
     if policy.timeout_action == DELAY:
         return 0
     return queue_timeout_us(asked, policy)
