@@ -122,3 +122,25 @@ def test_classification_and_schedule_policy_are_advertised(server):
     grpc_extensions = grpc_client(server.grpc_url, "result = list(client.get_server_metadata().extensions)")
     for found in (extensions, grpc_extensions):
         assert {"classification", "schedule_policy"} <= set(found)
+
+
+def test_refused_before_the_model_runs(server):
+    """A bad count, or a declared BYTES output, fails without an execution (Triton fails after)."""
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        before = client.get_inference_statistics("identity_bytes")["model_stats"][0]["execution_count"]
+        tensor = httpclient.InferInput("INPUT0", [1], "BYTES")
+        tensor.set_data_from_numpy(np.array([b"a"], dtype=object))
+        with pytest.raises(InferenceServerException, match="unsupported type 'BYTES'"):
+            client.infer(
+                "identity_bytes",
+                [tensor],
+                outputs=[httpclient.InferRequestedOutput("OUTPUT0", class_count=1)],
+            )
+        after = client.get_inference_statistics("identity_bytes")["model_stats"][0]["execution_count"]
+        features = httpclient.InferInput("FEATURES", [1, 4], "FP32")
+        features.set_data_from_numpy(FEATURES[:1])
+        bad = httpclient.InferRequestedOutput("SCORES")
+        bad._parameters["classification"] = -2  # what class_count cannot send: refused by value
+        with pytest.raises(InferenceServerException, match="'classification' must be a non-negative integer"):
+            client.infer("classifier", [features], outputs=[bad])
+    assert after == before

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from modelplatform.base.errors import InvalidArgument
-from modelplatform.base.inference import Tensor
+from modelplatform.base.inference import RequestedOutput, Tensor
+from modelplatform.base.model_config import ModelConfig
 
 #: The output parameter naming the count.
 CLASSIFICATION = "classification"
@@ -37,12 +38,19 @@ def requested_count(parameters: Mapping[str, Any]) -> int:
     return count
 
 
+def check_requested(outputs: Sequence[RequestedOutput], config: ModelConfig) -> None:
+    """Refuse, before the model runs, a bad count or a declared output that cannot be classified."""
+    for output in outputs:
+        if CLASSIFICATION not in output.parameters or not requested_count(output.parameters):
+            continue
+        spec = config.output_spec(output.name)
+        if spec is not None:
+            _check_datatype(output.name, spec.datatype)
+
+
 def classified(tensor: Tensor, count: int, batched: bool, labels: Sequence[str]) -> Tensor:
     """``tensor``'s top ``count`` classes (per batch row when ``batched``) as a BYTES tensor."""
-    if tensor.datatype not in _INTEGERS and tensor.datatype not in _FLOATS:
-        raise InvalidArgument(
-            f"class result not available for output '{tensor.name}' due to unsupported type '{tensor.datatype}'"
-        )
+    _check_datatype(tensor.name, tensor.datatype)
     data = np.asarray(tensor.data)
     batch = data.shape[0] if batched and data.ndim > 0 else 0
     rows = data.reshape(max(batch, 1), -1)
@@ -56,6 +64,13 @@ def classified(tensor: Tensor, count: int, batched: bool, labels: Sequence[str])
             classes[row_index, rank] = (f"{text}:{label}" if label else text).encode()
     shape = (batch, top) if batch else (top,)
     return Tensor(tensor.name, "BYTES", shape, classes.reshape(shape), tensor.parameters)
+
+
+def _check_datatype(name: str, datatype: str) -> None:
+    if datatype not in _INTEGERS and datatype not in _FLOATS:
+        raise InvalidArgument(
+            f"class result not available for output '{name}' due to unsupported type '{datatype}'"
+        )
 
 
 def _top_indices(row: np.ndarray, top: int) -> list[int]:

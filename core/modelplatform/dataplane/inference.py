@@ -19,7 +19,12 @@ from modelplatform.base.deadlines import deadline_for
 from modelplatform.base.errors import DecoupledModel, ModelExecutionError, ModelPlatformError
 from modelplatform.base.inference import InferenceRequest, InferenceResponse, Tensor
 from modelplatform.dataplane.calls import Call, CountedChunks, failure_reason, record_failure
-from modelplatform.dataplane.classification import CLASSIFICATION, classified, requested_count
+from modelplatform.dataplane.classification import (
+    CLASSIFICATION,
+    check_requested,
+    classified,
+    requested_count,
+)
 from modelplatform.dataplane.draining import Drain, ServerShuttingDown
 from modelplatform.dataplane.views import streams, version_info
 from modelplatform.models import ModelManager, ModelVersion
@@ -66,6 +71,8 @@ class Inference:
         rows = 0
         try:
             model.rules.check(request)
+            if request.outputs is not None:
+                check_requested(request.outputs, model.config)
             if model.config.decoupled:  # its responses need a streaming call
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
@@ -132,6 +139,8 @@ class Inference:
         try:
             with call.failures_counted(), self._ended_as_unavailable(task):
                 model.rules.check(request)
+                if request.outputs is not None:
+                    check_requested(request.outputs, model.config)
                 # closing: a consumer that stops early stops the backend now, not at GC.
                 async with closing_stream(call.instance.stream(request)) as responses:
                     async for response in responses:
