@@ -20,3 +20,16 @@ def test_scan_reads_numeric_versions_and_warns_about_the_rest(tmp_path):
 
 def test_missing_repository_is_empty(tmp_path):
     assert scan(tmp_path / "absent") == {}
+
+
+def test_a_labels_file_the_config_names_is_a_known_entry(tmp_path):
+    model = tmp_path / "m"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(
+        'output [ { name: "P" data_type: TYPE_FP32 dims: [ 3 ] label_filename: "labels.txt" } ]'
+    )
+    (model / "labels.txt").write_text("a\nb\nc\n")
+    (model / "other.txt").write_text("x")
+    with structlog.testing.capture_logs() as logs:
+        scan(tmp_path)
+    assert [e["entry"] for e in logs if e["event"] == "repository_entry_ignored"] == ["other.txt"]

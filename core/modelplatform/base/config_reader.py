@@ -31,6 +31,7 @@ from modelplatform.base.model_config import (
     InstanceGroup,
     ModelConfig,
     ModelWarmup,
+    QueuePolicy,
     TensorSpec,
     VersionPolicy,
     WarmupInput,
@@ -205,6 +206,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         instance_group=groups,
         model_warmup=tuple(_warmup(proto, i, w) for i, w in enumerate(proto.model_warmup)),
         ensemble_scheduling=_ensemble(proto),
+        response_cache=_response_cache(proto),
         document=_as_dict(proto, defaults=True),
     )
 
@@ -222,6 +224,7 @@ def _spec(model: str, tensor: Any, kind: str) -> TensorSpec:
         dims=tuple(tensor.dims),
         optional=getattr(tensor, "optional", False),
         reshape=reshape,
+        label_filename=getattr(tensor, "label_filename", ""),
     )
 
 
@@ -295,17 +298,56 @@ def _ensemble(proto: pb.ModelConfig) -> EnsembleScheduling | None:
 
 
 def _dynamic_batching(proto: pb.ModelConfig) -> DynamicBatching | None:
+    """Triton's ``dynamic_batching``, its priority levels and queue policies checked as Triton does."""
     if not proto.HasField("dynamic_batching"):
         return None
     batching = proto.dynamic_batching
-    queue = batching.default_queue_policy
+    levels, default_level = batching.priority_levels, batching.default_priority_level
+    where = f"model '{proto.name}': dynamic_batching"
+    if levels and not 1 <= default_level <= levels:
+        raise InvalidArgument(f"{where}: default_priority_level must be in range [1, {levels}]")
+    if not levels and default_level:
+        raise InvalidArgument(f"{where}: default_priority_level needs priority_levels")
+    for level in batching.priority_queue_policy:
+        if not 1 <= level <= levels:
+            raise InvalidArgument(f"{where}: priority_queue_policy level {level} is not in [1, {levels}]")
     return DynamicBatching(
         preferred_batch_sizes=tuple(batching.preferred_batch_size),
         max_queue_delay_us=batching.max_queue_delay_microseconds,
-        max_queue_size=queue.max_queue_size or DEFAULT_QUEUE_SIZE,
-        default_timeout_us=queue.default_timeout_microseconds,
-        allow_timeout_override=True,
+        priority_levels=levels,
+        default_priority_level=default_level,
+        default_queue_policy=_queue_policy(batching.default_queue_policy),
+        priority_queue_policy={
+            level: _queue_policy(policy) for level, policy in batching.priority_queue_policy.items()
+        },
     )
+
+
+def _queue_policy(policy: pb.ModelQueuePolicy) -> QueuePolicy:
+    return QueuePolicy(
+        timeout_action=pb.ModelQueuePolicy.TimeoutAction.Name(policy.timeout_action),
+        default_timeout_us=policy.default_timeout_microseconds,
+        allow_timeout_override=policy.allow_timeout_override,
+        max_queue_size=policy.max_queue_size or DEFAULT_QUEUE_SIZE,
+    )
+
+
+def _response_cache(proto: pb.ModelConfig) -> bool:
+    """``response_cache.enable``; refused where Triton refuses it (its reasons, given to the client)."""
+    if not proto.response_cache.enable:
+        return False
+    if proto.model_transaction_policy.decoupled:
+        reason = "'decoupled' transaction policy"
+    elif _has(proto, "sequence_batching"):
+        reason = "sequence batching scheduler"
+    else:
+        return True
+    raise InvalidArgument(f"Response Cache does not currently support model '{proto.name}' with {reason}")
+
+
+def _has(proto: pb.ModelConfig, name: str) -> bool:
+    """Whether a field this build's proto may not declare is set (sequence_batching)."""
+    return name in proto.DESCRIPTOR.fields_by_name and proto.HasField(name)
 
 
 def from_json(data: Mapping[str, Any] | str | bytes) -> ModelConfig:

@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from modelplatform.base.cache_config import check_cache_config
 from modelplatform.base.options import Declared, Option
 from modelplatform.base.settings import Settings
 
@@ -48,6 +49,9 @@ _TABLE: list[dict[str, Any]] = [
      "help": "Model to load at start; '*': all."},
     {"name": "repository_poll_secs", "help": "Rescan interval in poll mode.", "panel": MODELS},
     {"name": "strict_readiness", "help": "Ready only when all models are.", "panel": MODELS},
+    {"name": "cache_config", "flags": ("--cache-config",), "metavar": "local,size=<bytes>",
+     "separator": ";", "panel": MODELS, "check": check_cache_config,
+     "help": "Response cache (Triton's syntax; repeatable); models opt in with response_cache."},
     {"name": "host", "flags": ("--host", "--http-address"), "help": "Address to bind.", "panel": NETWORK},
     {"name": "http_port", "help": "HTTP port (every REST dialect).", "panel": NETWORK},
     {"name": "grpc_port", "help": "gRPC port (every gRPC service).", "panel": NETWORK},

@@ -36,19 +36,62 @@ class TensorSpec:
     dims: tuple[int, ...]
     optional: bool = False
     reshape: tuple[int, ...] | None = None
+    #: An output's labels file (one label per line), in the model's folder: the
+    #: classification extension's labels (dataplane/classification.py).
+    label_filename: str = ""
 
     def full_shape(self, max_batch_size: int) -> list[int]:
         """The shape clients see: batching models gain a leading -1."""
         return ([-1] if max_batch_size > 0 else []) + list(self.dims)
 
 
+#: ``timeout_action`` values: a request past its queue timeout fails, or waits behind its level.
+REJECT, DELAY = "REJECT", "DELAY"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    """Triton's ``ModelQueuePolicy``: how one priority level's queue treats its requests.
+
+    ``max_queue_size`` 0 in config.pbtxt is :data:`DEFAULT_QUEUE_SIZE` here: every queue
+    is bounded. A client ``timeout`` may only shorten ``default_timeout_us``, and only
+    when ``allow_timeout_override`` (Triton's ``PolicyQueue::Enqueue``).
+    """
+
+    timeout_action: str = REJECT
+    default_timeout_us: int = 0
+    allow_timeout_override: bool = False
+    max_queue_size: int = DEFAULT_QUEUE_SIZE
+
+
 @dataclass(frozen=True, slots=True)
 class DynamicBatching:
     preferred_batch_sizes: tuple[int, ...] = ()
     max_queue_delay_us: int = 0
-    max_queue_size: int = DEFAULT_QUEUE_SIZE
-    default_timeout_us: int = 0
-    allow_timeout_override: bool = True
+    #: Levels 1 (served first) to ``priority_levels``; 0: one level, no priorities.
+    priority_levels: int = 0
+    #: The level of a request without a (valid) ``priority``; 0 when there are no levels.
+    default_priority_level: int = 0
+    default_queue_policy: QueuePolicy = QueuePolicy()
+    #: The levels whose queue policy is not the default one.
+    priority_queue_policy: dict[int, QueuePolicy] = field(default_factory=dict)
+
+    @property
+    def max_queue_size(self) -> int:
+        return self.default_queue_policy.max_queue_size
+
+    def levels(self) -> tuple[int, ...]:
+        """Every level, the first served first."""
+        return tuple(range(1, self.priority_levels + 1)) if self.priority_levels else (0,)
+
+    def level_of(self, priority: int) -> int:
+        """Triton's ``SetPriority``: 0 or a priority past the last level means the default level."""
+        if priority == 0 or priority > self.priority_levels:
+            return self.default_priority_level
+        return priority
+
+    def policy_for(self, level: int) -> QueuePolicy:
+        return self.priority_queue_policy.get(level, self.default_queue_policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +188,8 @@ class ModelConfig:
     model_warmup: tuple[ModelWarmup, ...] = ()
     #: The steps of an ensemble (``platform: "ensemble"``), else None.
     ensemble_scheduling: EnsembleScheduling | None = None
+    #: ``response_cache { enable: true }``: answers may come from the server's response cache.
+    response_cache: bool = False
     #: The whole configuration as Triton's JSON, as read (no defaults added): what
     #: ``to_json`` answers and an RPC turns back into its proto. Read it, never change it.
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

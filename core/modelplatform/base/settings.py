@@ -57,6 +57,8 @@ class Settings:
     #: Models loaded at start in explicit mode; "*" loads every model.
     load_models: tuple[str, ...] = ("*",)
     repository_poll_secs: float = 15.0
+    #: Triton's ``--cache-config local,size=N`` values: the response cache (base/cache_config.py).
+    cache_config: tuple[str, ...] = ()
     #: ``key:value``: the repository API answers only requests carrying this header; the
     #: old spelling of ``model-repository:key=value`` in both restricted lists below.
     repository_restrict: str = ""

@@ -23,6 +23,7 @@ import structlog
 
 from modelplatform._version import __version__
 from modelplatform.base.broadcasting import Broadcast
+from modelplatform.base.cache_config import cache_size
 from modelplatform.base.codecs import CodecRegistry
 from modelplatform.base.errors import ModelPlatformError, PluginError
 from modelplatform.base.logging import LOG_SETTINGS_TOPIC, configure, update_log_settings
@@ -45,6 +46,7 @@ from modelplatform.models import ModelManager, repository
 from modelplatform.models.backend import BackendRegistry
 from modelplatform.models.polling import RepositoryPoller
 from modelplatform.models.remote_repository import RepositorySource, open_repository
+from modelplatform.models.response_cache import ResponseCache
 from modelplatform.models.stats import LatencyBuckets
 from modelplatform.models.warmup import WarmupSource
 
@@ -95,6 +97,7 @@ def compose(
         replicator=cluster_link,
         warmup_source=_warmup_source(plugins),
         remote=remote,
+        response_cache=_response_cache(settings),
     )
     dataplane = DataPlane.of(models, settings.server_name, __version__, extensions, siblings=cluster_link)
     models.bind_dataplane(dataplane.calls)  # backends call other models through it (ensembles, BLS)
@@ -112,6 +115,12 @@ def compose(
     context.shared(LatencyBuckets, lambda: models.latency_buckets)  # statistics.set_latency_buckets
     hook.configure(server=context)  # per-server set-up, before any port opens or model loads
     return Composition(context, plugins, models, remote)
+
+
+def _response_cache(settings: Settings) -> ResponseCache | None:
+    """The server's response cache, one per process (each ``--workers`` worker has its own)."""
+    size = cache_size(settings.cache_config)
+    return ResponseCache(size) if size else None
 
 
 def _broadcast(cluster_link: cluster.SiblingLink | None) -> Broadcast:

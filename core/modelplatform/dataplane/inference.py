@@ -18,12 +18,19 @@ from modelplatform.base.access.scope import check_first_model
 from modelplatform.base.deadlines import deadline_for
 from modelplatform.base.device import to_host_inputs
 from modelplatform.base.errors import DecoupledModel, ModelExecutionError, ModelPlatformError
-from modelplatform.base.inference import InferenceRequest, InferenceResponse
+from modelplatform.base.inference import InferenceRequest, InferenceResponse, Tensor
 from modelplatform.dataplane.calls import Call, CountedChunks, failure_reason, record_failure
+from modelplatform.dataplane.classification import (
+    CLASSIFICATION,
+    check_requested,
+    classified,
+    requested_count,
+)
 from modelplatform.dataplane.draining import Drain, ServerShuttingDown
 from modelplatform.dataplane.views import streams, version_info
 from modelplatform.models import ModelManager, ModelVersion
 from modelplatform.models.backend import RawResponse
+from modelplatform.models.response_cache import VersionCache
 from modelplatform.models.streams import closing_stream
 from modelplatform.models.views import VersionInfo
 
@@ -62,15 +69,22 @@ class Inference:
         task = drain.enter()
         model.enter()
         scheduled = False
+        rows = 0
         try:
             model.rules.check(request)
+            if request.outputs is not None:
+                check_requested(request.outputs, model.config)
             if model.config.decoupled:  # its responses need a streaming call
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
-            if not model.accepts_device_memory:
-                to_host_inputs(request)  # a client's CUDA window, for a backend that reads host memory
+            if not model.accepts_device_memory or model.cache is not None:
+                # a client's CUDA window, for a backend that reads host memory or a cache key
+                to_host_inputs(request)
             scheduled = True
-            response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
+            if model.cache is None:
+                response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
+            else:
+                response, rows = await _cached(model, model.cache, request)
         except asyncio.CancelledError:
             if not drain.ended(task):
                 if stats is not None:  # the client left: Triton's CANCELED, nothing to log
@@ -90,7 +104,8 @@ class Inference:
         finally:
             model.leave()
             drain.leave(task)
-        rows = request.inputs[0].shape[0] if model.config.batching else 1
+        if model.cache is None:
+            rows = request.inputs[0].shape[0] if model.config.batching else 1
         stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # the hot path keeps one check: stats exist once READY
         return _finish(response, request, model)
 
@@ -130,6 +145,8 @@ class Inference:
                 model.rules.check(request)
                 if not model.accepts_device_memory:
                     to_host_inputs(request)
+                if request.outputs is not None:
+                    check_requested(request.outputs, model.config)
                 # closing: a consumer that stops early stops the backend now, not at GC.
                 async with closing_stream(call.instance.stream(request)) as responses:
                     async for response in responses:
@@ -174,6 +191,23 @@ class Inference:
             raise ServerShuttingDown() from None
 
 
+async def _cached(
+    model: ModelVersion, cache: VersionCache, request: InferenceRequest
+) -> tuple[InferenceResponse, int]:
+    """The answer from the response cache, else from the model (then kept); and the rows
+    the model inferred for it: a hit infers none (Triton's ``inference_count``)."""
+    key, response, lookup_ns = cache.lookup(request)
+    if response is not None:
+        return response, 0
+    try:
+        response = await model.scheduler.submit(request)  # type: ignore[union-attr]  # a READY version has its scheduler
+    except BaseException:
+        cache.missed(lookup_ns)
+        raise
+    cache.insert(key, response, lookup_ns)
+    return response, request.inputs[0].shape[0] if model.config.batching else 1
+
+
 def _finish(response: InferenceResponse, request: InferenceRequest, model: ModelVersion) -> InferenceResponse:
     response.model_name = request.model_name
     response.model_version = model.version_str
@@ -185,6 +219,15 @@ def _finish(response: InferenceResponse, request: InferenceRequest, model: Model
             tensor = by_name.get(wanted.name)
             if tensor is not None:
                 tensor.parameters = {**tensor.parameters, **wanted.parameters}
+                if CLASSIFICATION in wanted.parameters:
+                    tensor = _classified(tensor, model)
                 selected.append(tensor)
         response.outputs = selected
     return response
+
+
+def _classified(tensor: Tensor, model: ModelVersion) -> Tensor:
+    count = requested_count(tensor.parameters)
+    if not count:
+        return tensor
+    return classified(tensor, count, model.config.batching, model.labels.get(tensor.name, ()))

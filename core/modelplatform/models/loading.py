@@ -22,7 +22,9 @@ from modelplatform.base.errors import InvalidArgument, ModelNotFound, ModelPlatf
 from modelplatform.base.model_config import ModelConfig
 from modelplatform.models import repository
 from modelplatform.models.backend import Backend, BackendRegistry, ServerCalls
+from modelplatform.models.labels import read_labels
 from modelplatform.models.override import LoadOverride, Source
+from modelplatform.models.response_cache import ResponseCache, VersionCache
 from modelplatform.models.scheduling.factory import create_scheduler
 from modelplatform.models.states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
 from modelplatform.models.stats import LatencyBuckets
@@ -40,8 +42,11 @@ class Loader:
         backends: BackendRegistry,
         warmup_source: WarmupSource | None,
         latency_buckets: LatencyBuckets,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self.root = root
+        #: The server's response cache (``--cache-config``), else None.
+        self._response_cache = response_cache
         self._backends = backends
         #: The server's latency histogram bounds, read when a version's counters are made.
         self._latency_buckets = latency_buckets
@@ -115,7 +120,9 @@ class Loader:
             if reason:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
             await _start_instances(mv, cls, model_dir / str(mv.version), self.dataplane)
+            mv.labels = read_labels(mv.config, model_dir)
             mv.stats = self._latency_buckets.new_stats(mv.name, mv.version_str)
+            mv.cache = self._version_cache(mv)
             mv.scheduler = create_scheduler(mv.config, mv.instances, mv.stats)
             await warm_up(mv, model_dir, self._warmup_source)  # still LOADING: not routed to
         except Exception as error:  # noqa: BLE001 - any load failure is the model's reason
@@ -129,6 +136,16 @@ class Loader:
             mv.stats.load_ns = int(elapsed * 1e9)
         ms = round(elapsed * 1000, 1)  # warmup included
         log.info("model_loaded", model=mv.name, version=mv.version, backend=cls.kind, duration_ms=ms)
+
+    def _version_cache(self, mv: ModelVersion) -> VersionCache | None:
+        if not mv.config.response_cache:
+            return None
+        if self._response_cache is None or mv.stats is None:
+            log.warning("response_cache_unused", model=mv.name, version=mv.version,
+                        reason="the server has no response cache (--cache-config local,size=N)")  # fmt: skip
+            return None
+        mv.stats.response_cache = True
+        return VersionCache(self._response_cache, mv.stats)
 
     async def _unload_versions(self, versions: Iterable[ModelVersion]) -> None:
         await asyncio.gather(*(_unload_version(v) for v in versions))
@@ -188,7 +205,7 @@ async def _unload_version(mv: ModelVersion) -> None:
     if mv.scheduler is not None:
         await mv.scheduler.close()
     await _stop_instances(mv)
-    mv.scheduler, mv.stats = None, None
+    mv.scheduler, mv.stats, mv.cache = None, None, None
     mv.state, mv.reason = ModelState.UNAVAILABLE, "unloaded"
     log.info("model_unloaded", model=mv.name, version=mv.version)
 

@@ -25,6 +25,7 @@ from modelplatform.models.backend import BackendRegistry, ServerCalls
 from modelplatform.models.loading import Loader
 from modelplatform.models.override import LoadOverride
 from modelplatform.models.remote_repository import RemoteListing, RepositorySource
+from modelplatform.models.response_cache import ResponseCache
 from modelplatform.models.states import IndexEntry, ModelRecord, ModelVersion
 from modelplatform.models.stats import LatencyBuckets, ModelStats
 from modelplatform.models.warmup import WarmupSource
@@ -49,12 +50,15 @@ class ModelManager:
         replicator: Replicator | None = None,
         warmup_source: WarmupSource | None = None,
         remote: RepositorySource | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self.root = root
         self.strict_readiness = strict_readiness
         #: This server's latency histogram bounds: every counter made here takes them.
         self.latency_buckets = LatencyBuckets()
-        self._loader = Loader(root, backends, warmup_source, self.latency_buckets)
+        #: The server's response cache (``--cache-config``), shared by every model enabling it.
+        self.response_cache = response_cache
+        self._loader = Loader(root, backends, warmup_source, self.latency_buckets, response_cache)
         self._models: dict[str, ModelRecord] = {}
         #: Relays API loads/unloads to sibling workers under ``--workers N``, else None.
         self._replicator = replicator

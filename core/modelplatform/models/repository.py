@@ -1,12 +1,14 @@
 """Scan a model repository: ``<repo>/<model>/config.pbtxt`` + ``<version>/`` folders.
 
 Numeric sub-folders are versions. Anything else inside a model folder that is
-not a known entry (config.pbtxt, the warmup/ folder) is reported (logged) rather than silently ignored, so a
+not a known entry (config.pbtxt, the warmup/ folder, a labels file an output's
+``label_filename`` names) is reported (logged) rather than silently ignored, so a
 mistyped version folder is visible.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,19 +50,33 @@ def model_names(root: Path) -> list[str]:
     return sorted(c.name for c in root.iterdir() if c.is_dir() and not c.name.startswith("."))
 
 
+#: An output's labels file in config.pbtxt text; the loader reads the config properly later.
+_LABEL_FILENAME = re.compile(r'label_filename\s*:\s*"([^"]*)"')
+
+
 def read_model(model_dir: Path) -> ModelEntry:
     versions = []
+    known = {CONFIG_FILE, WARMUP_FOLDER, *_label_files(model_dir)}
     for child in sorted(model_dir.iterdir()):
         if child.is_dir() and child.name.isdigit():
             versions.append(int(child.name))
-        elif child.name not in (CONFIG_FILE, WARMUP_FOLDER) and not child.name.startswith("."):
+        elif child.name not in known and not child.name.startswith("."):
             log.warning(
                 "repository_entry_ignored",
                 model=model_dir.name,
                 entry=child.name,
-                reason="not a numeric version folder, config.pbtxt or warmup/",
+                reason="not a numeric version folder, config.pbtxt, warmup/ or a label_filename",
             )
     return ModelEntry(model_dir.name, model_dir, tuple(sorted(versions)))
+
+
+def _label_files(model_dir: Path) -> list[str]:
+    """The top-level files the outputs' ``label_filename`` name (read without protobuf: a scan is cheap)."""
+    try:
+        text = (model_dir / CONFIG_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [name.split("/")[0] for name in _LABEL_FILENAME.findall(text)]
 
 
 #: Every file of a model folder as (relative path, size, mtime_ns), sorted.

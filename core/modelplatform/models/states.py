@@ -14,7 +14,9 @@ from modelplatform.base.errors import ModelNotFound, ModelNotReady
 from modelplatform.base.model_config import ModelConfig
 from modelplatform.base.validation import RequestRules
 from modelplatform.models.backend import Backend
+from modelplatform.models.labels import Labels
 from modelplatform.models.override import Source
+from modelplatform.models.response_cache import VersionCache
 from modelplatform.models.scheduling import Scheduler
 from modelplatform.models.stats import ModelStats
 
@@ -44,6 +46,11 @@ class ModelVersion:
     instances: list[Backend] = field(default_factory=list)
     scheduler: Scheduler | None = None
     stats: ModelStats | None = None
+    #: The outputs' labels (``label_filename``), read at load: the classification extension's.
+    labels: Labels = field(default_factory=dict)
+    #: Its use of the server's response cache; None unless its config enables it and the
+    #: server has one (``--cache-config``).
+    cache: VersionCache | None = None
     in_flight: int = 0
     _drained: asyncio.Event = field(default_factory=asyncio.Event)
     _rules: RequestRules | None = None

@@ -230,6 +230,8 @@ class ModelStats:
     unloads: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     #: The bounds of every latency histogram here: the server's (:class:`LatencyBuckets`).
     latency_buckets_us: tuple[int, ...] = DEFAULT_LATENCY_BUCKETS_US
+    #: The version answers from the server's response cache (``durations`` cache_hit/cache_miss).
+    response_cache: bool = False
 
     def __post_init__(self) -> None:
         if not self.histograms:
@@ -290,6 +292,14 @@ class ModelStats:
         for _ in range(count):
             histogram.observe(queue_ns // count // 1000)
 
+    def record_cache_hit(self, lookup_ns: int) -> None:
+        """A request answered from the response cache (its inference is not counted)."""
+        self.durations["cache_hit"].add(lookup_ns)
+
+    def record_cache_miss(self, ns: int) -> None:
+        """A request the response cache did not hold: its lookup and insertion time."""
+        self.durations["cache_miss"].add(ns)
+
     def record_load(self, succeeded: bool) -> None:
         self.loads[OUTCOMES[not succeeded]] += 1
 
@@ -347,6 +357,7 @@ class ModelStats:
             for index, count in part.instances.items():
                 total.instances[index] = total.instances.get(index, 0) + count
             total.warmup.add(part.warmup.ns, part.warmup.count)
+            total.response_cache = total.response_cache or part.response_cache
             total._include_distributions(part)
         return total
 

@@ -62,3 +62,41 @@ def _add_failures(
         return
     for reason, value in entry.failures.items():
         family.add({**labels, "reason": reason}, value)
+
+
+#: Triton's per-model response cache families: (family, help, ModelStats.durations key, count or us).
+_CACHE = (
+    ("nv_cache_num_hits_per_model", "Number of cache hits per model", "cache_hit", False),
+    (
+        "nv_cache_hit_duration_per_model",
+        "Total cache hit duration per model, in microseconds",
+        "cache_hit",
+        True,
+    ),
+    ("nv_cache_num_misses_per_model", "Number of cache misses per model", "cache_miss", False),
+    (
+        "nv_cache_miss_duration_per_model",
+        "Total cache miss (insert+lookup) duration per model, in microseconds",
+        "cache_miss",
+        True,
+    ),
+)
+
+
+def cache_families(stats: Sequence[ModelStats]) -> list[Family]:
+    """Triton's ``nv_cache_*_per_model`` counters, for the versions that use the response
+    cache (``--cache-config`` and ``response_cache { enable: true }``); none when none do."""
+    cached = sorted((s for s in stats if s.version and s.response_cache), key=lambda s: (s.name, s.version))
+    if not cached:
+        return []
+    families = []
+    for name, text, key, duration in _CACHE:
+        family = Family(name, "counter", text)
+        for entry in cached:
+            counted = entry.durations[key]
+            family.add(
+                {"model": entry.name, "version": entry.version},
+                counted.ns // 1000 if duration else counted.count,
+            )
+        families.append(family)
+    return families

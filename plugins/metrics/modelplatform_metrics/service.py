@@ -14,7 +14,7 @@ from modelplatform.statistics import ModelStats
 
 from .distributions import batch_sizes, latency_histograms, protocol_families
 from .exposition import Family, render
-from .families import inference_families
+from .families import cache_families, inference_families
 from .lifecycle import operation_counters, state_gauge
 from .options import MetricsOptions
 from .port import MetricsPort
@@ -50,6 +50,7 @@ class MetricsService:
         histograms = options.histogram_latencies
         return [
             *inference_families(stats, options.counter_latencies),
+            *cache_families(stats),
             *(latency_histograms(stats) if histograms else []),
             *protocol_families(stats, with_durations=histograms),
             batch_sizes(stats),

@@ -1,13 +1,17 @@
 """Triton's dynamic batcher: requests from every protocol coalesce into one execute.
 
-One queue per model version, bounded (``max_queue_size``: a full queue answers
-UNAVAILABLE). Each backend instance has a worker task that takes the oldest
-request, then gathers queued requests of the same signature (input names,
-datatypes and non-batch dims) until the batch holds ``max_batch_size`` rows,
-reaches a preferred size, or ``max_queue_delay_microseconds`` has passed since
-the oldest request arrived. A request whose deadline (deadlines.py: the
-``timeout`` parameter, Triton's microseconds, or the transport's) passes while
-queued fails alone, at that moment, with the deadline's error; once in a batch
+One queue per model version with a FIFO per priority level (priority.py; the
+``priority`` request parameter picks the level), each bounded by its queue
+policy's ``max_queue_size``: a full level answers UNAVAILABLE. Each backend
+instance has a worker task that takes the request served next (the highest
+level's oldest), then gathers queued requests of the same signature (input
+names, datatypes and non-batch dims), in serving order, until the batch holds
+``max_batch_size`` rows, reaches a preferred size, or
+``max_queue_delay_microseconds`` has passed since that request arrived. A
+request whose deadline (deadlines.py: the ``timeout`` parameter under its
+level's queue policy, or the transport's) passes while queued fails alone, at
+that moment, with the deadline's error; under ``timeout_action: DELAY`` its
+queue timeout only moves it behind its level's other requests. Once in a batch
 it runs. Workers are created once, at load time; nothing is spawned per request.
 """
 
@@ -19,12 +23,14 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from modelplatform.base.errors import Internal, ModelPlatformError, QueueFull, Unavailable
+from modelplatform.base.deadlines import asked_timeout_us, queue_timeout_us, requested_priority
+from modelplatform.base.errors import Internal, ModelPlatformError, Unavailable
 from modelplatform.base.inference import InferenceRequest, InferenceResponse
-from modelplatform.base.model_config import DynamicBatching, ModelConfig
+from modelplatform.base.model_config import DELAY, DynamicBatching, ModelConfig
 from modelplatform.base.observing import RequestScope, current_scope
 from modelplatform.models.backend import Backend
 from modelplatform.models.scheduling.instances import InstanceRing
+from modelplatform.models.scheduling.priority import PriorityQueue
 from modelplatform.models.stats import ModelStats
 
 Signature = tuple[tuple[str, str, tuple[int, ...]], ...]
@@ -39,6 +45,8 @@ class _Pending:
     enqueued_ns: int
     #: When the request reached the dataplane: its queue time starts there.
     arrived_ns: int
+    #: Its priority level (DynamicBatching.level_of).
+    level: int = 0
     cancelled: bool = field(default=False)
     #: In a batch handed to the backend: its deadline no longer applies.
     taken: bool = field(default=False)
@@ -59,7 +67,7 @@ class DynamicBatcher:
         self._max_rows = max(1, config.max_batch_size)
         self._preferred = frozenset(self._policy.preferred_batch_sizes)
         self._delay_ns = self._policy.max_queue_delay_us * 1000
-        self._queue: deque[_Pending] = deque()
+        self._queue: PriorityQueue[_Pending] = PriorityQueue(self._policy)
         self._arrived = asyncio.Event()
         self._stats = stats
         self._ring = InstanceRing(instances)
@@ -69,23 +77,31 @@ class DynamicBatcher:
         ]
 
     async def submit(self, request: InferenceRequest) -> InferenceResponse:
-        if len(self._queue) >= self._policy.max_queue_size:
-            raise QueueFull(request.model_name, len(self._queue))
         pending = self._pending(request)
-        self._queue.append(pending)
+        self._queue.push(pending, request.model_name)
         self._arrived.set()
-        deadline = request.deadline
-        timer = None
-        if deadline is not None:
-            timer = asyncio.get_running_loop().call_later(deadline.remaining_s(), pending.expire)
+        timers = self._timers(pending)
         try:
             return await pending.future
         except asyncio.CancelledError:
             pending.cancelled = True  # a worker skips it; nothing runs for a gone client
             raise
         finally:
-            if timer is not None:
+            for timer in timers:
                 timer.cancel()
+
+    def _timers(self, pending: _Pending) -> list[asyncio.TimerHandle]:
+        """Fail the request at its deadline; under DELAY, move it back at its queue timeout."""
+        loop, timers = asyncio.get_running_loop(), []
+        deadline = pending.request.deadline
+        if deadline is not None:
+            timers.append(loop.call_later(deadline.remaining_s(), pending.expire))
+        policy = self._policy.policy_for(pending.level)
+        if policy.timeout_action == DELAY:
+            delay_us = queue_timeout_us(asked_timeout_us(pending.request.parameters), policy)
+            if delay_us:
+                timers.append(loop.call_later(delay_us / 1e6, self._queue.delay, pending))
+        return timers
 
     def pick(self) -> tuple[int, Backend]:
         """Streams and raw calls are not batched: they take the next instance in turn."""
@@ -95,8 +111,7 @@ class DynamicBatcher:
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        while self._queue:
-            pending = self._queue.popleft()
+        for pending in self._queue.clear():
             if not pending.future.done():
                 pending.future.set_exception(Unavailable("model is unloading"))
 
@@ -104,7 +119,8 @@ class DynamicBatcher:
         future = asyncio.get_running_loop().create_future()
         now = time.perf_counter_ns()
         arrived = request.arrived_ns or now
-        pending = _Pending(request, future, _rows(request), _signature(request), now, arrived)
+        level = self._policy.level_of(requested_priority(request.parameters))
+        pending = _Pending(request, future, _rows(request), _signature(request), now, arrived, level)
         scope = current_scope.get()
         if scope is not None and scope.observed:  # a tracer will read what the batch measures
             pending.scope = scope
@@ -120,7 +136,7 @@ class DynamicBatcher:
         while not self._queue:
             self._arrived.clear()
             await self._arrived.wait()
-        first = self._queue[0]
+        first = self._queue.first()
         wait_until = first.enqueued_ns + self._delay_ns
         while self._delay_ns and not self._full(first):
             remaining = (wait_until - time.perf_counter_ns()) / 1e9
@@ -134,29 +150,31 @@ class DynamicBatcher:
         return self._take(first.signature)
 
     def _full(self, first: _Pending) -> bool:
-        rows = sum(p.rows for p in self._queue if p.signature == first.signature)
+        rows = sum(p.rows for p in self._queue if p.signature == first.signature)  # every level
         return rows >= self._max_rows or rows in self._preferred
 
     def _take(self, signature: Signature) -> list[_Pending]:
-        """Pop compatible live requests up to max_batch_size rows; others keep their place."""
+        """Pop compatible live requests, in serving order, up to max_batch_size rows;
+        others keep their place."""
         batch: list[_Pending] = []
-        kept: deque[_Pending] = deque()
         rows = 0
-        while self._queue:
-            pending = self._queue.popleft()
-            if pending.cancelled or pending.future.done():
-                continue
-            deadline = pending.request.deadline
-            if deadline is not None and deadline.passed():  # its timer has not run yet
-                pending.expire()
-                continue
-            if pending.signature != signature or rows + pending.rows > self._max_rows:
-                kept.append(pending)
-                continue
-            pending.taken = True
-            batch.append(pending)
-            rows += pending.rows
-        self._queue.extendleft(reversed(kept))
+        for queue in self._queue.deques():
+            kept: deque[_Pending] = deque()
+            while queue:
+                pending = queue.popleft()
+                if pending.cancelled or pending.future.done():
+                    continue
+                deadline = pending.request.deadline
+                if deadline is not None and deadline.passed():  # its timer has not run yet
+                    pending.expire()
+                    continue
+                if pending.signature != signature or rows + pending.rows > self._max_rows:
+                    kept.append(pending)
+                    continue
+                pending.taken = True
+                batch.append(pending)
+                rows += pending.rows
+            queue.extend(kept)
         return batch
 
     async def _run(self, index: int, instance: Backend, batch: list[_Pending]) -> None:
