@@ -1,0 +1,119 @@
+"""Reads Triton's ``sequence_batching`` for the config reader (config_reader.py).
+
+Checked as Triton checks it at load (its sequence batcher's control
+properties): each control kind at most once, a flag control with exactly one
+pair of false/true values, a CORRID control with an id datatype. What the
+batcher cannot honour is refused by name: implicit ``state``,
+``iterative_sequence``, a decoupled model (its responses bypass the batcher).
+Only config_reader imports this module: protobuf stays on the reading side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelplatform.base.dtypes import CONFIG_TO_DATATYPE
+from modelplatform.base.errors import InvalidArgument
+from modelplatform.base.model_config import DEFAULT_SEQUENCE_IDLE_US, SequenceBatching, SequenceControl
+from modelplatform.protos import model_config_pb2 as pb
+
+#: The datatypes a CORRID control may have (Triton's list).
+CORRID_DATATYPES = frozenset({"UINT64", "INT64", "UINT32", "INT32", "BYTES"})
+#: Each flag's config field and the datatype its values have.
+_FLAG_VALUES = (("int32_false_true", "INT32"), ("fp32_false_true", "FP32"), ("bool_false_true", "BOOL"))
+
+
+def sequence_batching(proto: pb.ModelConfig) -> SequenceBatching | None:
+    """The model's sequence batching, validated; None when it has none."""
+    if not proto.HasField("sequence_batching"):
+        return None
+    batching = proto.sequence_batching
+    where = f"model '{proto.name}': sequence_batching"
+    _refuse_unsupported(proto, batching, where)
+    controls = _controls(batching, where, {t.name for t in proto.input})
+    idle_us = batching.max_sequence_idle_microseconds or DEFAULT_SEQUENCE_IDLE_US
+    if batching.WhichOneof("strategy_choice") == "oldest":
+        oldest = batching.oldest
+        if oldest.max_candidate_sequences < 0:
+            raise InvalidArgument(f"{where}: oldest.max_candidate_sequences must be >= 0")
+        return SequenceBatching(
+            strategy="oldest",
+            max_sequence_idle_us=idle_us,
+            controls=controls,
+            max_queue_delay_us=oldest.max_queue_delay_microseconds,
+            candidate_sequences=oldest.max_candidate_sequences,
+            preferred_batch_sizes=tuple(oldest.preferred_batch_size),
+        )
+    direct = batching.direct  # Triton's default strategy when neither is named
+    return SequenceBatching(
+        strategy="direct",
+        max_sequence_idle_us=idle_us,
+        controls=controls,
+        max_queue_delay_us=direct.max_queue_delay_microseconds,
+        minimum_slot_utilization=min(1.0, max(0.0, direct.minimum_slot_utilization)),
+    )
+
+
+def _refuse_unsupported(proto: pb.ModelConfig, batching: pb.ModelSequenceBatching, where: str) -> None:
+    if batching.state:
+        raise InvalidArgument(f"{where}.state (implicit state management) is not supported")
+    if batching.iterative_sequence:
+        raise InvalidArgument(f"{where}.iterative_sequence is not supported")
+    if proto.model_transaction_policy.decoupled:
+        raise InvalidArgument(f"{where} with a decoupled model_transaction_policy is not supported")
+
+
+def _controls(
+    batching: pb.ModelSequenceBatching, where: str, inputs: set[str]
+) -> tuple[SequenceControl, ...]:
+    controls: list[SequenceControl] = []
+    for control_input in batching.control_input:
+        if not control_input.name:
+            raise InvalidArgument(f"{where}: a control_input has no name")
+        if control_input.name in inputs:
+            raise InvalidArgument(f"{where}: control input '{control_input.name}' is also a declared input")
+        if len(control_input.control) != 1:
+            raise InvalidArgument(
+                f"{where}: control input '{control_input.name}' must have exactly one control"
+            )
+        controls.append(_control(control_input.name, control_input.control[0], where))
+    kinds = [c.kind for c in controls]
+    for kind in dict.fromkeys(kinds):
+        if kinds.count(kind) > 1:
+            raise InvalidArgument(f"{where}: more than one CONTROL_SEQUENCE_{kind} control input")
+    if len({c.input_name for c in controls}) != len(controls):
+        raise InvalidArgument(f"{where}: two control inputs have the same name")
+    return tuple(controls)
+
+
+def _control(name: str, control: pb.ModelSequenceBatching.Control, where: str) -> SequenceControl:
+    kind = pb.ModelSequenceBatching.Control.Kind.Name(control.kind).removeprefix("CONTROL_SEQUENCE_")
+    given = [(field, datatype) for field, datatype in _FLAG_VALUES if getattr(control, field)]
+    if kind == "CORRID":
+        return _corrid(name, control, where, given)
+    if len(given) != 1:
+        raise InvalidArgument(
+            f"{where}: control input '{name}' ({kind}) must give exactly one of "
+            "int32_false_true, fp32_false_true or bool_false_true"
+        )
+    field, datatype = given[0]
+    values: tuple[Any, ...] = tuple(getattr(control, field))
+    if len(values) != 2:
+        raise InvalidArgument(
+            f"{where}: control input '{name}' {field} must have two values, false then true"
+        )
+    return SequenceControl(kind, name, datatype, values)
+
+
+def _corrid(name: str, control: Any, where: str, given: list[Any]) -> SequenceControl:
+    if given:
+        raise InvalidArgument(
+            f"{where}: control input '{name}' (CORRID) takes a data_type, not false/true values"
+        )
+    datatype = CONFIG_TO_DATATYPE.get(pb.DataType.Name(control.data_type), "")
+    if datatype not in CORRID_DATATYPES:
+        raise InvalidArgument(
+            f"{where}: control input '{name}' (CORRID) must have data_type "
+            "TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING"
+        )
+    return SequenceControl("CORRID", name, datatype)
