@@ -10,5 +10,5 @@ from .status import http_status
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
-    extensions = ("model_configuration", "parameters", "statistics", "logging")
+    extensions = ("model_configuration", "parameters", "statistics", "logging", "sequence")
     return [HttpDialect(DIALECT, oip_routes, http_status, extensions=extensions, protocol="oip_http")]

@@ -21,7 +21,7 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
         GrpcService(
             service.SERVICE,
             service.add_to_server,
-            extensions=("model_configuration", "statistics", "logging"),
+            extensions=("model_configuration", "statistics", "logging", "sequence"),
             protocol="oip_grpc",
             inference_methods={"ModelInfer": service.model_named},
             categories=CATEGORIES,
