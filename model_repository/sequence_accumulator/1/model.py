@@ -16,6 +16,11 @@ def _value(request, name):
     return pb_utils.get_input_tensor_by_name(request, name).as_numpy().reshape(-1)[0]
 
 
+def _int32(value):
+    """Wraps around as INT32 arithmetic does (perf_analyzer sends random INT32 values)."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
 class TritonPythonModel:
     def initialize(self, args):
         self.sums = {}
@@ -34,7 +39,7 @@ class TritonPythonModel:
             return pb_utils.InferenceResponse(error=error)
         if _value(request, "START"):
             self.sums[key] = 0
-        total = self.sums.get(key, 0) + (int(_value(request, "INPUT")) if ready else 0)
+        total = _int32(self.sums.get(key, 0) + (int(_value(request, "INPUT")) if ready else 0))
         if ready:
             self.sums[key] = total
         if _value(request, "END"):

@@ -1,0 +1,258 @@
+"""Stateful models through the real server with Triton's own clients (issue 29 points 1 and 8).
+
+tritonclient HTTP and gRPC (unary and ``start_stream``) and perf_analyzer
+``--sequence-length`` against the bundled ``sequence_accumulator`` and two
+variants of it: one slot with a short idle timeout, and the ``oldest``
+strategy. The model itself refuses a call holding two requests of one
+sequence and a CORRID control that differs from ``correlation_id()``.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.utils import InferenceServerException
+
+from modelplatform.testing import ServerProcess
+
+from ..conftest import MODEL_REPOSITORY, ROOT
+
+MODEL = "sequence_accumulator"
+ONE_SLOT = "accumulator_one_slot"
+OLDEST = "accumulator_oldest"
+PERF_ANALYZER = ROOT / ".venv/perf_analyzer/perf_analyzer"
+BOUNDED = ["--measurement-interval", "1000", "--stability-percentage", "999", "--max-trials", "3"]
+
+
+def _variant(repository, name: str, replacements: dict[str, str]) -> None:
+    shutil.copytree(MODEL_REPOSITORY / MODEL, repository / name)
+    config = (repository / name / "config.pbtxt").read_text().replace(f'name: "{MODEL}"', f'name: "{name}"')
+    for old, new in replacements.items():
+        assert old in config
+        config = config.replace(old, new)
+    (repository / name / "config.pbtxt").write_text(config)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    repository = tmp_path_factory.mktemp("sequences")
+    shutil.copytree(MODEL_REPOSITORY / MODEL, repository / MODEL)
+    _variant(repository, ONE_SLOT, {"max_batch_size: 4": "max_batch_size: 0", "5000000": "400000"})
+    oldest = "oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 50000 }"
+    _variant(repository, OLDEST, {"direct { }": oldest})
+    with ServerProcess("--model-repository", str(repository)) as process:
+        yield process
+
+
+def _http_input(value: int, batching: bool = True) -> httpclient.InferInput:
+    data = np.array([[value]] if batching else [value], dtype=np.int32)
+    tensor = httpclient.InferInput("INPUT", list(data.shape), "INT32")
+    tensor.set_data_from_numpy(data)
+    return tensor
+
+
+def _grpc_input(value: int) -> grpcclient.InferInput:
+    tensor = grpcclient.InferInput("INPUT", [1, 1], "INT32")
+    tensor.set_data_from_numpy(np.array([[value]], dtype=np.int32))
+    return tensor
+
+
+def _run_sequence(client, model: str, sequence_id, values, batching: bool = True) -> list[tuple[int, int]]:
+    """(OUTPUT, FLAGS) of each request of one sequence, sent one after another."""
+    answers = []
+    for index, value in enumerate(values):
+        result = client.infer(
+            model,
+            [_http_input(value, batching)],
+            sequence_id=sequence_id,
+            sequence_start=index == 0,
+            sequence_end=index == len(values) - 1,
+        )
+        answers.append((int(result.as_numpy("OUTPUT").item()), int(result.as_numpy("FLAGS").item())))
+    return answers
+
+
+def _running_sums(values) -> list[int]:
+    return [int(s) for s in np.cumsum(values)]
+
+
+def test_the_server_advertises_the_sequence_extension(server):
+    assert "sequence" in httpclient.InferenceServerClient(server.http_url).get_server_metadata()["extensions"]
+    metadata = grpcclient.InferenceServerClient(server.grpc_url).get_server_metadata()
+    assert "sequence" in metadata.extensions
+
+
+def test_http_sequences_with_integer_and_string_ids_keep_their_own_sums_and_flags(server):
+    client = httpclient.InferenceServerClient(server.http_url)
+    values = [3, 4, 5, 6]
+    for sequence_id in (2**64 - 1, "session-a"):
+        answers = _run_sequence(client, MODEL, sequence_id, values)
+        assert [a for a, _ in answers] == _running_sums(values)
+        assert [f for _, f in answers] == [1, 0, 0, 2]  # pb_utils request.flags(): START, -, -, END
+    single = _run_sequence(client, MODEL, 7, [9])
+    assert single == [(9, 3)]  # START and END on one request
+
+
+def test_grpc_sequences_with_integer_and_string_ids(server):
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    for sequence_id in (2**63 - 1, "grpc-session"):
+        sums = []
+        for index, value in enumerate([10, 20, 30]):
+            result = client.infer(
+                MODEL, [_grpc_input(value)], sequence_id=sequence_id, sequence_start=index == 0, sequence_end=index == 2
+            )
+            sums.append(int(result.as_numpy("OUTPUT").item()))
+        assert sums == [10, 30, 60]
+
+
+def test_grpc_stream_pipelines_interleaved_sequences_in_order(server):
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    answers: queue.Queue = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    sequences = {1001: [1, 2, 3, 4, 5, 6], 1002: [100, -1, -2, -3, -4, -5], "s-1003": [7, 7, 7, 7, 7, 7]}
+    try:
+        for step in range(6):
+            for sequence_id, values in sequences.items():
+                client.async_stream_infer(
+                    MODEL,
+                    [_grpc_input(values[step])],
+                    request_id=f"{sequence_id}|{step}",
+                    sequence_id=sequence_id,
+                    sequence_start=step == 0,
+                    sequence_end=step == 5,
+                )
+        received = [answers.get(timeout=30) for _ in range(18)]
+    finally:
+        client.stop_stream()
+    by_sequence: dict[str, list[tuple[int, int]]] = {}
+    for result, error in received:
+        assert error is None, error
+        sequence_id, step = result.get_response().id.split("|")
+        by_sequence.setdefault(sequence_id, []).append((int(step), int(result.as_numpy("OUTPUT").item())))
+    for sequence_id, values in sequences.items():
+        assert [total for _, total in sorted(by_sequence[str(sequence_id)])] == _running_sums(values)
+
+
+def test_more_concurrent_sequences_than_slots_wait_and_all_finish_right(server):
+    """8 sequences on 4 slots: the later ones wait for a slot; none sees another's state."""
+
+    def one(sequence_id: int) -> list[int]:
+        client = httpclient.InferenceServerClient(server.http_url)
+        return [total for total, _ in _run_sequence(client, MODEL, sequence_id, [sequence_id] * 6)]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(500, 508)))
+    assert results == [[s * k for k in range(1, 7)] for s in range(500, 508)]
+
+
+def test_triton_errors_for_a_request_outside_a_sequence(server):
+    client = httpclient.InferenceServerClient(server.http_url)
+    with pytest.raises(InferenceServerException, match="must specify the START flag on the first request") as error:
+        client.infer(MODEL, [_http_input(1)], sequence_id=31337)
+    assert error.value.status() == "400"
+    with pytest.raises(InferenceServerException, match="must specify a non-zero or non-empty correlation ID"):
+        client.infer(MODEL, [_http_input(1)])
+    two_rows = httpclient.InferInput("INPUT", [2, 1], "INT32")
+    two_rows.set_data_from_numpy(np.array([[1], [2]], dtype=np.int32))
+    with pytest.raises(InferenceServerException, match="must specify batch-size 1"):
+        client.infer(MODEL, [two_rows], sequence_id=5, sequence_start=True)
+    grpc_client = grpcclient.InferenceServerClient(server.grpc_url)
+    with pytest.raises(InferenceServerException, match="must specify the START flag") as grpc_error:
+        grpc_client.infer(MODEL, [_grpc_input(1)], sequence_id="never-started")
+    assert grpc_error.value.status() == "StatusCode.INVALID_ARGUMENT"
+
+
+def test_grpc_refuses_a_uint64_sequence_id_as_triton_does(server):
+    request = service_pb2.ModelInferRequest(model_name=MODEL)
+    tensor = request.inputs.add(name="INPUT", datatype="INT32", shape=[1, 1])
+    tensor.contents.int_contents.append(1)
+    request.parameters["sequence_id"].uint64_param = 5
+    request.parameters["sequence_start"].bool_param = True
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        with pytest.raises(grpc.RpcError) as error:
+            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=10)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "expected int64_param or string_param" in error.value.details()
+
+
+def test_a_second_start_restarts_the_sequence(server):
+    client = httpclient.InferenceServerClient(server.http_url)
+    client.infer(MODEL, [_http_input(50)], sequence_id=77, sequence_start=True)
+    restarted = client.infer(MODEL, [_http_input(1)], sequence_id=77, sequence_start=True)
+    ended = client.infer(MODEL, [_http_input(1)], sequence_id=77, sequence_end=True)
+    assert int(restarted.as_numpy("OUTPUT").item()) == 1 and int(ended.as_numpy("OUTPUT").item()) == 2
+    assert "sequence_restarted" in server.log()
+
+
+def test_an_idle_sequence_frees_its_slot_for_a_waiting_one(server):
+    client = httpclient.InferenceServerClient(server.http_url)
+    client.infer(ONE_SLOT, [_http_input(5, False)], sequence_id=1, sequence_start=True)
+    started = time.monotonic()
+    waiting = _run_sequence(httpclient.InferenceServerClient(server.http_url), ONE_SLOT, 2, [4, 4], batching=False)
+    waited = time.monotonic() - started
+    assert [total for total, _ in waiting] == [4, 8]
+    assert waited >= 0.3  # sequence 1 held the only slot until its 0.4 s idle timeout
+    with pytest.raises(InferenceServerException, match="sequence 1 to model 'accumulator_one_slot' must specify the START"):
+        client.infer(ONE_SLOT, [_http_input(5, False)], sequence_id=1)
+    assert "sequence_idle_ended" in server.log()
+
+
+def test_a_new_sequence_waits_no_longer_than_its_timeout(server):
+    client = httpclient.InferenceServerClient(server.http_url)
+    client.infer(ONE_SLOT, [_http_input(1, False)], sequence_id=40, sequence_start=True)
+    with pytest.raises(InferenceServerException, match="Request timeout expired") as error:
+        client.infer(ONE_SLOT, [_http_input(1, False)], sequence_id=41, sequence_start=True, timeout=100_000)
+    assert error.value.status() == "503"
+    ended = client.infer(ONE_SLOT, [_http_input(1, False)], sequence_id=40, sequence_end=True)
+    assert int(ended.as_numpy("OUTPUT").item()) == 2
+
+
+def test_oldest_batches_requests_of_different_sequences_only(server):
+    barrier = threading.Barrier(4)
+
+    def one(sequence_id: int) -> list[tuple[int, int]]:
+        client = httpclient.InferenceServerClient(server.http_url)
+        answers = []
+        for step in range(5):
+            barrier.wait(timeout=30)
+            result = client.infer(
+                OLDEST, [_http_input(sequence_id)], sequence_id=sequence_id, sequence_start=step == 0, sequence_end=step == 4
+            )
+            answers.append((int(result.as_numpy("OUTPUT").item()), int(result.as_numpy("BATCH_ROWS").item())))
+        return answers
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(1, 5)))
+    assert [[total for total, _ in r] for r in results] == [[s * k for k in range(1, 6)] for s in range(1, 5)]
+    assert max(rows for r in results for _, rows in r) > 1  # requests of different sequences shared calls
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_perf_analyzer_runs_sequences(server, protocol):
+    assert PERF_ANALYZER.exists(), "perf_analyzer is missing: run `make perf-analyzer`"
+    url = server.http_url if protocol == "http" else server.grpc_url
+    command = [
+        str(PERF_ANALYZER), "-m", MODEL, "-i", protocol, "-u", url, "--sequence-length", "5",
+        "--concurrency-range", "2", *BOUNDED,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Sequence count:" in done.stdout and "Throughput:" in done.stdout
+
+
+def test_the_model_config_shows_the_sequence_batching(server):
+    config = httpclient.InferenceServerClient(server.http_url).get_model_config(MODEL)
+    batching = config["sequence_batching"]
+    assert batching["max_sequence_idle_microseconds"] == 5000000
+    assert [c["name"] for c in batching["control_input"]] == ["START", "END", "READY", "CORRID"]
