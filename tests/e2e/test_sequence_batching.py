@@ -110,7 +110,11 @@ def test_grpc_sequences_with_integer_and_string_ids(server):
         sums = []
         for index, value in enumerate([10, 20, 30]):
             result = client.infer(
-                MODEL, [_grpc_input(value)], sequence_id=sequence_id, sequence_start=index == 0, sequence_end=index == 2
+                MODEL,
+                [_grpc_input(value)],
+                sequence_id=sequence_id,
+                sequence_start=index == 0,
+                sequence_end=index == 2,
             )
             sums.append(int(result.as_numpy("OUTPUT").item()))
         assert sums == [10, 30, 60]
@@ -158,7 +162,9 @@ def test_more_concurrent_sequences_than_slots_wait_and_all_finish_right(server):
 
 def test_triton_errors_for_a_request_outside_a_sequence(server):
     client = httpclient.InferenceServerClient(server.http_url)
-    with pytest.raises(InferenceServerException, match="must specify the START flag on the first request") as error:
+    with pytest.raises(
+        InferenceServerException, match="must specify the START flag on the first request"
+    ) as error:
         client.infer(MODEL, [_http_input(1)], sequence_id=31337)
     assert error.value.status() == "400"
     with pytest.raises(InferenceServerException, match="must specify a non-zero or non-empty correlation ID"):
@@ -199,11 +205,15 @@ def test_an_idle_sequence_frees_its_slot_for_a_waiting_one(server):
     client = httpclient.InferenceServerClient(server.http_url)
     client.infer(ONE_SLOT, [_http_input(5, False)], sequence_id=1, sequence_start=True)
     started = time.monotonic()
-    waiting = _run_sequence(httpclient.InferenceServerClient(server.http_url), ONE_SLOT, 2, [4, 4], batching=False)
+    waiting = _run_sequence(
+        httpclient.InferenceServerClient(server.http_url), ONE_SLOT, 2, [4, 4], batching=False
+    )
     waited = time.monotonic() - started
     assert [total for total, _ in waiting] == [4, 8]
     assert waited >= 0.3  # sequence 1 held the only slot until its 0.4 s idle timeout
-    with pytest.raises(InferenceServerException, match="sequence 1 to model 'accumulator_one_slot' must specify the START"):
+    with pytest.raises(
+        InferenceServerException, match="sequence 1 to model 'accumulator_one_slot' must specify the START"
+    ):
         client.infer(ONE_SLOT, [_http_input(5, False)], sequence_id=1)
     assert "sequence_idle_ended" in server.log()
 
@@ -227,7 +237,11 @@ def test_oldest_batches_requests_of_different_sequences_only(server):
         for step in range(5):
             barrier.wait(timeout=30)
             result = client.infer(
-                OLDEST, [_http_input(sequence_id)], sequence_id=sequence_id, sequence_start=step == 0, sequence_end=step == 4
+                OLDEST,
+                [_http_input(sequence_id)],
+                sequence_id=sequence_id,
+                sequence_start=step == 0,
+                sequence_end=step == 4,
             )
             answers.append((int(result.as_numpy("OUTPUT").item()), int(result.as_numpy("BATCH_ROWS").item())))
         return answers

@@ -35,7 +35,9 @@ class TritonPythonModel:
         key = _value(request, "CORRID").decode()
         ready = bool(_value(request, "READY"))
         if ready and key != str(request.correlation_id()):
-            error = pb_utils.TritonError(f"CORRID {key} differs from correlation_id {request.correlation_id()}")
+            error = pb_utils.TritonError(
+                f"CORRID {key} differs from correlation_id {request.correlation_id()}"
+            )
             return pb_utils.InferenceResponse(error=error)
         if _value(request, "START"):
             self.sums[key] = 0

@@ -224,9 +224,9 @@ def _pb_request(request: InferenceRequest) -> pb.InferenceRequest:
     parameters = request.parameters
     flags = 0
     if any(key in parameters for key in _SEQUENCE_PARAMETERS):
-        flags = (pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START if parameters.get("sequence_start") is True else 0) | (
-            pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END if parameters.get("sequence_end") is True else 0
-        )
+        flags = (
+            pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START if parameters.get("sequence_start") is True else 0
+        ) | (pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END if parameters.get("sequence_end") is True else 0)
         parameters = {k: v for k, v in parameters.items() if k not in _SEQUENCE_PARAMETERS}
     return pb.InferenceRequest(
         model_name=request.model_name,

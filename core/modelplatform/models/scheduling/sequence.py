@@ -355,11 +355,11 @@ class SequenceBatcher:
             chosen = [None] * (max(position for position, _ in heads) + 1) if heads else []
             for position, pending in heads:
                 chosen[position] = pending
-        for pending in chosen:
-            if pending is not None:
-                pending.sequence.queue.popleft()
-                pending.sequence.running = True
-                pending.taken = True
+        for taken in chosen:
+            if taken is not None:
+                taken.sequence.queue.popleft()
+                taken.sequence.running = True
+                taken.taken = True
                 self._queued -= 1
         return chosen
 
@@ -379,9 +379,9 @@ class SequenceBatcher:
         if len(results) != len(batch):
             wrong = Internal(f"backend returned {len(results)} results for {len(batch)} requests")
             results = [wrong] * len(batch)
-        for pending, result in zip(batch, results):
-            if pending is not None:
-                self._answer(pending, result, started, (input_ns, infer_ns, output_ns))
+        for entry, result in zip(batch, results):
+            if entry is not None:
+                self._answer(entry, result, started, (input_ns, infer_ns, output_ns))
 
     def _answer(
         self,
