@@ -9,6 +9,7 @@ sequence and a CORRID control that differs from ``correlation_id()``.
 
 from __future__ import annotations
 
+import json
 import queue
 import shutil
 import subprocess
@@ -31,6 +32,44 @@ from ..conftest import MODEL_REPOSITORY, ROOT
 MODEL = "sequence_accumulator"
 ONE_SLOT = "accumulator_one_slot"
 OLDEST = "accumulator_oldest"
+RELAY = "sequence_relay"
+#: A stateless Triton python model passing its own correlation id and flags on through BLS.
+RELAY_CONFIG = f"""
+name: "{RELAY}"
+backend: "python"
+max_batch_size: 4
+input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [
+  {{ name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }},
+  {{ name: "PARAMETERS" data_type: TYPE_STRING dims: [ 1 ] }}
+]
+"""
+RELAY_MODEL = f"""
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [self._one(request) for request in requests]
+
+    def _one(self, request):
+        call = pb_utils.InferenceRequest(
+            model_name="{MODEL}",
+            requested_output_names=["OUTPUT"],
+            inputs=[pb_utils.get_input_tensor_by_name(request, "INPUT")],
+            correlation_id=request.correlation_id(),
+            flags=request.flags(),
+        )
+        answer = call.exec()
+        if answer.has_error():
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(answer.error().message()))
+        total = pb_utils.get_output_tensor_by_name(answer, "OUTPUT").as_numpy()
+        parameters = np.array([[request.parameters().encode()]], dtype=object)
+        return pb_utils.InferenceResponse(
+            output_tensors=[pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("PARAMETERS", parameters)]
+        )
+"""
 PERF_ANALYZER = ROOT / ".venv/perf_analyzer/perf_analyzer"
 BOUNDED = ["--measurement-interval", "1000", "--stability-percentage", "999", "--max-trials", "3"]
 
@@ -51,6 +90,9 @@ def server(tmp_path_factory):
     _variant(repository, ONE_SLOT, {"max_batch_size: 4": "max_batch_size: 0", "5000000": "400000"})
     oldest = "oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 50000 }"
     _variant(repository, OLDEST, {"direct { }": oldest})
+    (repository / RELAY / "1").mkdir(parents=True)
+    (repository / RELAY / "config.pbtxt").write_text(RELAY_CONFIG)
+    (repository / RELAY / "1" / "model.py").write_text(RELAY_MODEL)
     with ServerProcess("--model-repository", str(repository)) as process:
         yield process
 
@@ -270,3 +312,24 @@ def test_the_model_config_shows_the_sequence_batching(server):
     batching = config["sequence_batching"]
     assert batching["max_sequence_idle_microseconds"] == 5000000
     assert [c["name"] for c in batching["control_input"]] == ["START", "END", "READY", "CORRID"]
+
+
+def test_a_python_model_passes_its_sequence_on_through_bls(server):
+    """The relay is stateless: it sees the id and flags, not the three parameters, and hands them on."""
+    client = httpclient.InferenceServerClient(server.http_url)
+    totals = []
+    for index, value in enumerate([2, 3, 4]):
+        result = client.infer(
+            RELAY,
+            [_http_input(value)],
+            sequence_id="relayed",
+            sequence_start=index == 0,
+            sequence_end=index == 2,
+            parameters={"kept": "yes"},
+        )
+        totals.append(int(result.as_numpy("OUTPUT").item()))
+        seen = json.loads(result.as_numpy("PARAMETERS").item())
+        assert seen["kept"] == "yes" and not {"sequence_id", "sequence_start", "sequence_end"} & set(seen)
+    assert totals == [2, 5, 9]
+    with pytest.raises(InferenceServerException, match="sequence relayed to model 'sequence_accumulator'"):
+        client.infer(RELAY, [_http_input(1)], sequence_id="relayed")  # ended: the callee refuses it
