@@ -289,3 +289,80 @@ def test_a_decoupled_stateful_model_is_refused():
     }
     with pytest.raises(InvalidArgument, match="decoupled"):
         from_proto(parse_json(document))
+
+
+def test_controls_have_the_configured_datatypes_shapes_and_values():
+    from modelplatform.base.model_config import SequenceControl
+    from modelplatform.models.scheduling.sequence_controls import SequenceControls
+
+    controls = [
+        SequenceControl("START", "S", "FP32", (0.0, 2.5)),
+        SequenceControl("END", "E", "BOOL", (False, True)),
+        SequenceControl("READY", "R", "INT32", (-1, 7)),
+        SequenceControl("CORRID", "C", "INT32"),
+    ]
+    tensors = {
+        t.name: t for t in SequenceControls("m", controls, batching=True).tensors(2**32 + 5, True, False)
+    }
+    assert {n: (t.datatype, t.shape, t.data.dtype.name) for n, t in tensors.items()} == {
+        "S": ("FP32", (1, 1), "float32"),
+        "E": ("BOOL", (1, 1), "bool"),
+        "R": ("INT32", (1, 1), "int32"),
+        "C": ("INT32", (1, 1), "int32"),
+    }
+    assert [tensors[n].data.item() for n in "SERC"] == [2.5, False, 7, 5]  # CORRID keeps the id's low bits
+    filler = {
+        t.name: t.data.item()
+        for t in SequenceControls("m", controls, batching=False).tensors(9, False, True, ready=False)
+    }
+    assert filler == {"S": 0.0, "E": True, "R": -1, "C": 0}
+    text = [SequenceControl("CORRID", "C", "BYTES")]
+    assert SequenceControls("m", text, batching=False).tensors(12, True, False)[0].data.tolist() == [b"12"]
+    assert SequenceControls("m", text, batching=False).tensors("abc", True, False)[0].data.tolist() == [
+        b"abc"
+    ]
+
+
+async def test_unloading_fails_queued_and_waiting_requests():
+    batcher, _ = await _batcher(_config(max_batch_size=0), delay=0.3)
+    running = asyncio.ensure_future(batcher.submit(_request(1, 1, start=True, batching=False)))
+    await asyncio.sleep(0.05)  # sequence 1 is in the backend now
+    queued = asyncio.ensure_future(batcher.submit(_request(1, 2, batching=False)))
+    waiting = asyncio.ensure_future(batcher.submit(_request(2, 1, start=True, batching=False)))
+    await asyncio.sleep(0.01)
+    await batcher.close()
+    for future in (queued, waiting):
+        with pytest.raises(Unavailable, match="unloading"):
+            await future
+    running.cancel()
+
+
+async def test_direct_waits_for_its_minimum_slot_utilization_up_to_the_delay():
+    config = _config(max_batch_size=2, max_queue_delay_microseconds=300_000, minimum_slot_utilization=1.0)
+    batcher, (backend,) = await _batcher(config)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await batcher.submit(_request(1, 1, start=True))
+    alone = loop.time() - started
+    started = loop.time()
+    await asyncio.gather(batcher.submit(_request(2, 1, start=True)), batcher.submit(_request(1, 1)))
+    together = loop.time() - started
+    await batcher.close()
+    assert alone >= 0.25  # one busy slot of two: under the utilization, so it waited the delay
+    assert together < 0.25 and backend.batches[-1] == [(1, 1, True), (2, 1, True)]
+
+
+async def test_requests_past_the_queue_bound_are_refused(monkeypatch):
+    from modelplatform.base.errors import QueueFull
+    from modelplatform.models.scheduling import sequence
+
+    monkeypatch.setattr(sequence, "MAX_QUEUED_REQUESTS", 3)
+    batcher, _ = await _batcher(_config(max_batch_size=0), delay=0.2)
+    first = [asyncio.ensure_future(batcher.submit(_request(1, 1, start=True, batching=False)))]
+    await asyncio.sleep(0.05)  # the first runs
+    first += [asyncio.ensure_future(batcher.submit(_request(1, 1, batching=False))) for _ in range(3)]
+    await asyncio.sleep(0.01)  # three wait in the sequence's queue
+    with pytest.raises(QueueFull):
+        await batcher.submit(_request(1, 1, batching=False))
+    assert [_value(r) for r in await asyncio.gather(*first)] == [1, 2, 3, 4]
+    await batcher.close()
