@@ -249,7 +249,7 @@ async def test_sequences_spread_over_instances_and_stay_on_theirs():
                     {"name": "S", "control": [{"kind": "CONTROL_SEQUENCE_START", "int32_false_true": [1]}]}
                 ]
             },
-            "two values",
+            "exactly 2 entries",
         ),
         (
             {
@@ -257,15 +257,25 @@ async def test_sequences_spread_over_instances_and_stay_on_theirs():
                     {"name": "C", "control": [{"kind": "CONTROL_SEQUENCE_CORRID", "data_type": "TYPE_FP32"}]}
                 ]
             },
-            "CORRID",
+            "CONTROL_SEQUENCE_CORRID\\) must have data_type",
         ),
         (
             {
                 "control_input": [
-                    {"name": "INPUT", "control": [{"kind": "CONTROL_SEQUENCE_READY", **INT32_FLAGS}]}
+                    {"name": "A", "control": [{"kind": "CONTROL_SEQUENCE_READY", **INT32_FLAGS}]},
+                    {"name": "B", "control": [{"kind": "CONTROL_SEQUENCE_READY", **INT32_FLAGS}]},
                 ]
             },
-            "also a declared input",
+            "multiple CONTROL_SEQUENCE_READY tensors",
+        ),
+        (
+            {
+                "control_input": [
+                    {"name": "A", "control": [{"kind": "CONTROL_SEQUENCE_READY", **INT32_FLAGS}]},
+                    {"name": "A", "control": [{"kind": "CONTROL_SEQUENCE_START", **INT32_FLAGS}]},
+                ]
+            },
+            "'A' is specified for multiple control kinds",
         ),
     ],
 )
@@ -366,3 +376,17 @@ async def test_requests_past_the_queue_bound_are_refused(monkeypatch):
         await batcher.submit(_request(1, 1, batching=False))
     assert [_value(r) for r in await asyncio.gather(*first)] == [1, 2, 3, 4]
     await batcher.close()
+
+
+async def test_a_control_tensor_declared_as_an_input_is_overridden():
+    """As Triton's override inputs: the model sees the batcher's START, not the client's."""
+    document = _config().to_json()
+    document["input"].append({"name": "START", "data_type": "TYPE_INT32", "dims": [1]})
+    config = from_proto(parse_json(document))
+    batcher, (backend,) = await _batcher(config)
+    request = _request(4, 3, start=True)
+    request.inputs.append(Tensor.from_array("START", np.array([[0]], dtype=np.int32)))
+    first = await batcher.submit(request)
+    await batcher.close()
+    assert [t.name for t in request.inputs].count("START") == 1
+    assert _value(first) == 3 and backend.sums == {4: 3}

@@ -1,8 +1,11 @@
 """Reads Triton's ``sequence_batching`` for the config reader (config_reader.py).
 
 Checked as Triton checks it at load (its sequence batcher's control
-properties): each control kind at most once, a flag control with exactly one
-pair of false/true values, a CORRID control with an id datatype. What the
+properties, in its words): each control tensor and each control kind at
+most once, a flag control with exactly one pair of false/true values, a
+CORRID control with an id datatype. A control tensor may also be a declared
+input: the batcher's value replaces what the client sent, as Triton's
+override inputs do. What the
 batcher cannot honour is refused by name: implicit ``state``,
 ``iterative_sequence``, a decoupled model (its responses bypass the batcher).
 Only config_reader imports this module: protobuf stays on the reading side.
@@ -30,7 +33,7 @@ def sequence_batching(proto: pb.ModelConfig) -> SequenceBatching | None:
     batching = proto.sequence_batching
     where = f"model '{proto.name}': sequence_batching"
     _refuse_unsupported(proto, batching, where)
-    controls = _controls(batching, where, {t.name for t in proto.input})
+    controls = _controls(batching, where)
     idle_us = batching.max_sequence_idle_microseconds or DEFAULT_SEQUENCE_IDLE_US
     if batching.WhichOneof("strategy_choice") == "oldest":
         oldest = batching.oldest
@@ -63,26 +66,21 @@ def _refuse_unsupported(proto: pb.ModelConfig, batching: pb.ModelSequenceBatchin
         raise InvalidArgument(f"{where} with a decoupled model_transaction_policy is not supported")
 
 
-def _controls(
-    batching: pb.ModelSequenceBatching, where: str, inputs: set[str]
-) -> tuple[SequenceControl, ...]:
+def _controls(batching: pb.ModelSequenceBatching, where: str) -> tuple[SequenceControl, ...]:
+    """Each control input once, each kind once (Triton's words in the errors)."""
     controls: list[SequenceControl] = []
     for control_input in batching.control_input:
-        if not control_input.name:
-            raise InvalidArgument(f"{where}: a control_input has no name")
-        if control_input.name in inputs:
-            raise InvalidArgument(f"{where}: control input '{control_input.name}' is also a declared input")
-        if len(control_input.control) != 1:
-            raise InvalidArgument(
-                f"{where}: control input '{control_input.name}' must have exactly one control"
-            )
-        controls.append(_control(control_input.name, control_input.control[0], where))
-    kinds = [c.kind for c in controls]
-    for kind in dict.fromkeys(kinds):
-        if kinds.count(kind) > 1:
-            raise InvalidArgument(f"{where}: more than one CONTROL_SEQUENCE_{kind} control input")
-    if len({c.input_name for c in controls}) != len(controls):
-        raise InvalidArgument(f"{where}: two control inputs have the same name")
+        name = control_input.name
+        if not name:
+            raise InvalidArgument(f"{where}: a control tensor must have a name")
+        if any(c.input_name == name for c in controls) or len(control_input.control) > 1:
+            raise InvalidArgument(f"{where}: control tensor '{name}' is specified for multiple control kinds")
+        if not control_input.control:
+            raise InvalidArgument(f"{where}: control tensor '{name}' has no control")
+        control = _control(name, control_input.control[0], where)
+        if any(c.kind == control.kind for c in controls):
+            raise InvalidArgument(f"{where}: specifies multiple CONTROL_SEQUENCE_{control.kind} tensors")
+        controls.append(control)
     return tuple(controls)
 
 
@@ -93,14 +91,14 @@ def _control(name: str, control: pb.ModelSequenceBatching.Control, where: str) -
         return _corrid(name, control, where, given)
     if len(given) != 1:
         raise InvalidArgument(
-            f"{where}: control input '{name}' ({kind}) must give exactly one of "
-            "int32_false_true, fp32_false_true or bool_false_true"
+            f"{where}: must specify exactly one of 'int32_false_true', 'fp32_false_true' or "
+            f"'bool_false_true' for CONTROL_SEQUENCE_{kind} (control tensor '{name}')"
         )
     field, datatype = given[0]
     values: tuple[Any, ...] = tuple(getattr(control, field))
     if len(values) != 2:
         raise InvalidArgument(
-            f"{where}: control input '{name}' {field} must have two values, false then true"
+            f"{where}: control '{field}' must have exactly 2 entries (false, true) for CONTROL_SEQUENCE_{kind}"
         )
     return SequenceControl(kind, name, datatype, values)
 
@@ -108,12 +106,13 @@ def _control(name: str, control: pb.ModelSequenceBatching.Control, where: str) -
 def _corrid(name: str, control: Any, where: str, given: list[Any]) -> SequenceControl:
     if given:
         raise InvalidArgument(
-            f"{where}: control input '{name}' (CORRID) takes a data_type, not false/true values"
+            f"{where}: must not specify 'int32_false_true', 'fp32_false_true' nor 'bool_false_true' "
+            "for CONTROL_SEQUENCE_CORRID"
         )
     datatype = CONFIG_TO_DATATYPE.get(pb.DataType.Name(control.data_type), "")
     if datatype not in CORRID_DATATYPES:
         raise InvalidArgument(
-            f"{where}: control input '{name}' (CORRID) must have data_type "
+            f"{where}: control tensor '{name}' (CONTROL_SEQUENCE_CORRID) must have data_type "
             "TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING"
         )
     return SequenceControl("CORRID", name, datatype)

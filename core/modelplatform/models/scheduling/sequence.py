@@ -116,6 +116,8 @@ class SequenceBatcher:
         self._delay_s = policy.max_queue_delay_us / 1e6
         self._controls = SequenceControls(config.name, policy.controls, config.batching)
         self._control_names = frozenset(c.input_name for c in policy.controls)
+        #: Control tensors the config also declares as inputs: the batcher's value replaces the client's.
+        self._overridden = self._control_names & {spec.name for spec in config.inputs}
         self._stats = stats
         self._ring = InstanceRing(instances)
         self._work_ready = [asyncio.Event() for _ in instances]
@@ -156,7 +158,10 @@ class SequenceBatcher:
         if self._queued >= MAX_QUEUED_REQUESTS:
             raise QueueFull(self._model, self._queued)
         sequence = self._sequence_for(flags.id, flags.start)
-        request.inputs = [*request.inputs, *self._controls.tensors(flags.id, flags.start, flags.end)]
+        inputs = request.inputs
+        if self._overridden:
+            inputs = [t for t in inputs if t.name not in self._overridden]
+        request.inputs = [*inputs, *self._controls.tensors(flags.id, flags.start, flags.end)]
         pending = _Pending(request, self._loop.create_future(), sequence, flags.end, _arrived(request))
         scope = current_scope.get()
         if scope is not None and scope.observed:  # a tracer will read what the batch measures
