@@ -390,3 +390,12 @@ async def test_a_control_tensor_declared_as_an_input_is_overridden():
     await batcher.close()
     assert [t.name for t in request.inputs].count("START") == 1
     assert _value(first) == 3 and backend.sums == {4: 3}
+
+
+def test_the_config_shows_triton_defaults_for_the_sequence_batcher():
+    document = {"name": "acc", "backend": "acc", "max_batch_size": 4, "sequence_batching": {"oldest": {}}}
+    config = from_proto(parse_json(document))
+    assert config.sequence_batching is not None and config.sequence_batching.max_sequence_idle_us == 1_000_000
+    shown = config.to_json()["sequence_batching"]
+    assert shown["max_sequence_idle_microseconds"] == 1_000_000
+    assert shown["oldest"]["preferred_batch_size"] == [4]

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 from google.protobuf import json_format, text_format
 
-from modelplatform.base.config_sequence import sequence_batching
+from modelplatform.base.config_sequence import fill_sequence_defaults, sequence_batching
 from modelplatform.base.dtypes import CONFIG_TO_DATATYPE
 from modelplatform.base.errors import InvalidArgument
 from modelplatform.base.model_config import (
@@ -187,6 +187,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
     groups = tuple(_instance_group(group) for group in proto.instance_group)
     instances = sum(group.count for group in groups)
+    fill_sequence_defaults(proto)
     if instances > MAX_INSTANCES:  # each one is loaded before the model answers: 10^6 would hang the load
         raise InvalidArgument(
             f"model '{proto.name}': instance_group asks for {instances} instances, over the limit of {MAX_INSTANCES}"

@@ -26,6 +26,18 @@ CORRID_DATATYPES = frozenset({"UINT64", "INT64", "UINT32", "INT32", "BYTES"})
 _FLAG_VALUES = (("int32_false_true", "INT32"), ("fp32_false_true", "FP32"), ("bool_false_true", "BOOL"))
 
 
+def fill_sequence_defaults(proto: pb.ModelConfig) -> None:
+    """Triton's defaults, written into the config as its normalized config shows them:
+    the idle timeout, and ``oldest``'s preferred batch size (``max_batch_size``)."""
+    if not proto.HasField("sequence_batching"):
+        return
+    batching = proto.sequence_batching
+    if not batching.max_sequence_idle_microseconds:
+        batching.max_sequence_idle_microseconds = DEFAULT_SEQUENCE_IDLE_US
+    if batching.HasField("oldest") and not batching.oldest.preferred_batch_size and proto.max_batch_size > 0:
+        batching.oldest.preferred_batch_size.append(proto.max_batch_size)
+
+
 def sequence_batching(proto: pb.ModelConfig) -> SequenceBatching | None:
     """The model's sequence batching, validated; None when it has none."""
     if not proto.HasField("sequence_batching"):
