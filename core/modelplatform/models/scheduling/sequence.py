@@ -329,13 +329,13 @@ class SequenceBatcher:
         return count
 
     async def _gather(self, index: int) -> None:
-        """Wait up to the strategy's queue delay for a fuller batch."""
+        """Wait for a fuller batch until the oldest waiting request has waited the queue delay."""
         if not self._delay_s:
             return
-        wait_until = self._loop.time() + self._delay_s
         ready = self._work_ready[index]
-        while not self._enough(self._ready_count(index)):
-            remaining = wait_until - self._loop.time()
+        while (count := self._ready_count(index)) and not self._enough(count):
+            oldest = min(s.queue[0].arrived_ns for s in self._busy[index].values() if s.queue)
+            remaining = self._delay_s - (time.perf_counter_ns() - oldest) / 1e9
             if remaining <= 0:
                 return
             ready.clear()
