@@ -33,6 +33,28 @@ MODEL = "sequence_accumulator"
 ONE_SLOT = "accumulator_one_slot"
 OLDEST = "accumulator_oldest"
 RELAY = "sequence_relay"
+NATIVE = "native_accumulator"
+#: The same running sum as a native ``class Model``: controls arrive in its inputs dict.
+NATIVE_MODEL = """
+import numpy as np
+
+
+class Model:
+    def load(self, config, version_dir):
+        self.sums = {}
+
+    def infer(self, inputs):
+        rows = inputs["INPUT"].shape[0]
+        totals = np.zeros((rows, 1), np.int32)
+        for row in range(rows):  # a joined call would hold several sequences' rows
+            key = int(inputs["CORRID"][row, 0])
+            if inputs["START"][row, 0]:
+                self.sums[key] = 0
+            if inputs["READY"][row, 0]:
+                self.sums[key] = self.sums.get(key, 0) + int(inputs["INPUT"][row, 0])
+            totals[row, 0] = self.sums.get(key, 0)
+        return {"OUTPUT": totals, "BATCH_ROWS": np.full((rows, 1), rows, np.int32)}
+"""
 #: A stateless Triton python model passing its own correlation id and flags on through BLS.
 RELAY_CONFIG = f"""
 name: "{RELAY}"
@@ -90,6 +112,13 @@ def server(tmp_path_factory):
     _variant(repository, ONE_SLOT, {"max_batch_size: 4": "max_batch_size: 0", "5000000": "400000"})
     oldest = "oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 50000 }"
     _variant(repository, OLDEST, {"direct { }": oldest})
+    native = '{ name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }'
+    _variant(
+        repository,
+        NATIVE,
+        {'{ name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_STRING } ] }': native},
+    )
+    (repository / NATIVE / "1" / "model.py").write_text(NATIVE_MODEL)
     (repository / RELAY / "1").mkdir(parents=True)
     (repository / RELAY / "config.pbtxt").write_text(RELAY_CONFIG)
     (repository / RELAY / "1" / "model.py").write_text(RELAY_MODEL)
@@ -333,3 +362,27 @@ def test_a_python_model_passes_its_sequence_on_through_bls(server):
     assert totals == [2, 5, 9]
     with pytest.raises(InferenceServerException, match="sequence relayed to model 'sequence_accumulator'"):
         client.infer(RELAY, [_http_input(1)], sequence_id="relayed")  # ended: the callee refuses it
+
+
+def test_a_native_python_model_gets_the_controls_one_request_per_call(server):
+    barrier = threading.Barrier(3)
+
+    def one(sequence_id: int) -> list[tuple[int, int]]:
+        client = httpclient.InferenceServerClient(server.http_url)
+        answers = []
+        for step in range(4):
+            barrier.wait(timeout=30)
+            result = client.infer(
+                NATIVE,
+                [_http_input(step + 1)],
+                sequence_id=sequence_id,
+                sequence_start=step == 0,
+                sequence_end=step == 3,
+            )
+            answers.append((int(result.as_numpy("OUTPUT").item()), int(result.as_numpy("BATCH_ROWS").item())))
+        return answers
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(one, (61, 62, 63)))
+    assert [[total for total, _ in r] for r in results] == [[1, 3, 6, 10]] * 3
+    assert {rows for r in results for _, rows in r} == {1}  # never joined: each step applied once
