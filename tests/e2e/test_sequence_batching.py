@@ -10,19 +10,17 @@ sequence and a CORRID control that differs from ``correlation_id()``.
 from __future__ import annotations
 
 import json
-import queue
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-import grpc
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from modelplatform.testing import ServerProcess
@@ -93,6 +91,8 @@ class TritonPythonModel:
         )
 """
 PERF_ANALYZER = ROOT / ".venv/perf_analyzer/perf_analyzer"
+#: tritonclient.grpc runs in a child process: its protos and ours cannot share one (docs/protocols/oip-grpc.md).
+GRPC_PROBE = Path(__file__).with_name("sequence_grpc_probe.py")
 BOUNDED = ["--measurement-interval", "1000", "--stability-percentage", "999", "--max-trials", "3"]
 
 
@@ -133,12 +133,6 @@ def _http_input(value: int, batching: bool = True) -> httpclient.InferInput:
     return tensor
 
 
-def _grpc_input(value: int) -> grpcclient.InferInput:
-    tensor = grpcclient.InferInput("INPUT", [1, 1], "INT32")
-    tensor.set_data_from_numpy(np.array([[value]], dtype=np.int32))
-    return tensor
-
-
 def _run_sequence(client, model: str, sequence_id, values, batching: bool = True) -> list[tuple[int, int]]:
     """(OUTPUT, FLAGS) of each request of one sequence, sent one after another."""
     answers = []
@@ -158,10 +152,19 @@ def _running_sums(values) -> list[int]:
     return [int(s) for s in np.cumsum(values)]
 
 
-def test_the_server_advertises_the_sequence_extension(server):
+@pytest.fixture(scope="module")
+def grpc_probe(server) -> dict:
+    """What tritonclient.grpc saw: unary calls, a stream, errors (sequence_grpc_probe.py)."""
+    done = subprocess.run(
+        [sys.executable, str(GRPC_PROBE), server.grpc_url, MODEL], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_the_server_advertises_the_sequence_extension(server, grpc_probe):
     assert "sequence" in httpclient.InferenceServerClient(server.http_url).get_server_metadata()["extensions"]
-    metadata = grpcclient.InferenceServerClient(server.grpc_url).get_server_metadata()
-    assert "sequence" in metadata.extensions
+    assert "sequence" in grpc_probe["extensions"]
 
 
 def test_http_sequences_with_integer_and_string_ids_keep_their_own_sums_and_flags(server):
@@ -175,48 +178,17 @@ def test_http_sequences_with_integer_and_string_ids_keep_their_own_sums_and_flag
     assert single == [(9, 3)]  # START and END on one request
 
 
-def test_grpc_sequences_with_integer_and_string_ids(server):
-    client = grpcclient.InferenceServerClient(server.grpc_url)
-    for sequence_id in (2**63 - 1, "grpc-session"):
-        sums = []
-        for index, value in enumerate([10, 20, 30]):
-            result = client.infer(
-                MODEL,
-                [_grpc_input(value)],
-                sequence_id=sequence_id,
-                sequence_start=index == 0,
-                sequence_end=index == 2,
-            )
-            sums.append(int(result.as_numpy("OUTPUT").item()))
-        assert sums == [10, 30, 60]
+def test_grpc_sequences_with_integer_and_string_ids(grpc_probe):
+    assert grpc_probe["unary"] == {str(2**63 - 1): [10, 30, 60], "grpc-session": [10, 30, 60]}
 
 
-def test_grpc_stream_pipelines_interleaved_sequences_in_order(server):
-    client = grpcclient.InferenceServerClient(server.grpc_url)
-    answers: queue.Queue = queue.Queue()
-    client.start_stream(callback=lambda result, error: answers.put((result, error)))
-    sequences = {1001: [1, 2, 3, 4, 5, 6], 1002: [100, -1, -2, -3, -4, -5], "s-1003": [7, 7, 7, 7, 7, 7]}
-    try:
-        for step in range(6):
-            for sequence_id, values in sequences.items():
-                client.async_stream_infer(
-                    MODEL,
-                    [_grpc_input(values[step])],
-                    request_id=f"{sequence_id}|{step}",
-                    sequence_id=sequence_id,
-                    sequence_start=step == 0,
-                    sequence_end=step == 5,
-                )
-        received = [answers.get(timeout=30) for _ in range(18)]
-    finally:
-        client.stop_stream()
-    by_sequence: dict[str, list[tuple[int, int]]] = {}
-    for result, error in received:
-        assert error is None, error
-        sequence_id, step = result.get_response().id.split("|")
-        by_sequence.setdefault(sequence_id, []).append((int(step), int(result.as_numpy("OUTPUT").item())))
-    for sequence_id, values in sequences.items():
-        assert [total for _, total in sorted(by_sequence[str(sequence_id)])] == _running_sums(values)
+def test_grpc_stream_pipelines_interleaved_sequences_in_order(grpc_probe):
+    assert grpc_probe["stream"] == {
+        "1001": _running_sums([1, 2, 3, 4, 5, 6]),
+        "1002": _running_sums([100, -1, -2, -3, -4, -5]),
+        "s-1003": [7, 14, 21, 28, 35, 42],
+    }
+    assert grpc_probe["pipelined"] == {"one": _running_sums(range(1, 21))}  # 20 pipelined on one stream
 
 
 def test_more_concurrent_sequences_than_slots_wait_and_all_finish_right(server):
@@ -244,23 +216,19 @@ def test_triton_errors_for_a_request_outside_a_sequence(server):
     two_rows.set_data_from_numpy(np.array([[1], [2]], dtype=np.int32))
     with pytest.raises(InferenceServerException, match="must specify batch-size 1"):
         client.infer(MODEL, [two_rows], sequence_id=5, sequence_start=True)
-    grpc_client = grpcclient.InferenceServerClient(server.grpc_url)
-    with pytest.raises(InferenceServerException, match="must specify the START flag") as grpc_error:
-        grpc_client.infer(MODEL, [_grpc_input(1)], sequence_id="never-started")
-    assert grpc_error.value.status() == "StatusCode.INVALID_ARGUMENT"
 
 
-def test_grpc_refuses_a_uint64_sequence_id_as_triton_does(server):
-    request = service_pb2.ModelInferRequest(model_name=MODEL)
-    tensor = request.inputs.add(name="INPUT", datatype="INT32", shape=[1, 1])
-    tensor.contents.int_contents.append(1)
-    request.parameters["sequence_id"].uint64_param = 5
-    request.parameters["sequence_start"].bool_param = True
-    with grpc.insecure_channel(server.grpc_url) as channel:
-        with pytest.raises(grpc.RpcError) as error:
-            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=10)
-    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "expected int64_param or string_param" in error.value.details()
+def test_grpc_errors_for_a_request_outside_a_sequence(grpc_probe):
+    assert grpc_probe["refusal"]["status"] == "StatusCode.INVALID_ARGUMENT"
+    assert (
+        "sequence never-started to model 'sequence_accumulator' must specify the START flag"
+        in (grpc_probe["refusal"]["message"])
+    )
+
+
+def test_grpc_refuses_a_uint64_sequence_id_as_triton_does(grpc_probe):
+    assert grpc_probe["uint64"]["code"] == "INVALID_ARGUMENT"
+    assert "expected int64_param or string_param" in grpc_probe["uint64"]["details"]
 
 
 def test_a_second_start_restarts_the_sequence(server):
