@@ -22,7 +22,8 @@ in the backend at once:
   ``max_batch_size``, waiting up to ``max_queue_delay_microseconds`` for a
   preferred size.
 
-What a client controls is bounded: live sequences by the slots, new
+What a client controls is bounded: live sequences by the slots (and by
+:data:`MAX_LIVE_SEQUENCES`, whatever ``max_batch_size`` says), new
 sequences waiting for a slot by :data:`MAX_WAITING_SEQUENCES` and by
 :attr:`SequenceBatcher.slot_wait_s` each, queued requests by
 :data:`MAX_QUEUED_REQUESTS`; each request also by its own deadline.
@@ -56,6 +57,8 @@ log = structlog.get_logger("modelplatform.models.scheduling.sequence")
 MAX_QUEUED_REQUESTS = DEFAULT_QUEUE_SIZE
 #: New sequences waiting for a free slot.
 MAX_WAITING_SEQUENCES = DEFAULT_QUEUE_SIZE
+#: Live sequences of one model version, whatever its slots add up to (each holds memory of its own).
+MAX_LIVE_SEQUENCES = 65536
 
 Slot = tuple[int, int]  # (position, instance): a heap of free slots hands out low positions first
 
@@ -105,7 +108,7 @@ class SequenceBatcher:
         self._batching = config.batching
         self._max_rows = max(1, config.max_batch_size)
         self._per_instance = _slots_per_instance(policy, config)
-        self._slots_total = self._per_instance * len(instances)
+        self._slots_total = min(self._per_instance * len(instances), MAX_LIVE_SEQUENCES)
         self._opened = 0  # slots handed out at least once; the rest are opened lazily
         self._free: list[Slot] = []
         self._busy: list[dict[int, _Sequence]] = [{} for _ in instances]
