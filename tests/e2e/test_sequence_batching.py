@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -354,3 +356,25 @@ def test_a_native_python_model_gets_the_controls_one_request_per_call(server):
         results = list(pool.map(one, (61, 62, 63)))
     assert [[total for total, _ in r] for r in results] == [[1, 3, 6, 10]] * 3
     assert {rows for r in results for _, rows in r} == {1}  # never joined: each step applied once
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"sequence_id": 1.5, "sequence_start": True}, "'sequence_id'"),
+        ({"sequence_id": 2**64, "sequence_start": True}, "'sequence_id'"),
+        ({"sequence_id": 8, "sequence_start": 1}, "'sequence_start'"),
+        ({"sequence_id": "", "sequence_start": True}, "non-zero or non-empty correlation ID"),
+    ],
+)
+def test_http_sequence_parameters_of_the_wrong_type_are_refused(server, parameters, message):
+    body = {
+        "inputs": [{"name": "INPUT", "datatype": "INT32", "shape": [1, 1], "data": [1]}],
+        "parameters": parameters,
+    }
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/{MODEL}/infer", data=json.dumps(body).encode(), method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=30)
+    assert error.value.code == 400 and message in json.loads(error.value.read())["error"]
