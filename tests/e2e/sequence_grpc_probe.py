@@ -67,6 +67,12 @@ def streamed(client: grpcclient.InferenceServerClient, model: str, sequences: di
     return {key: [total for _, total in sorted(value)] for key, value in by_sequence.items()}
 
 
+def negative_id(client: grpcclient.InferenceServerClient, model: str) -> list[int]:
+    """An int64 id below 0: Triton reads it as the uint64 of the same bits."""
+    result = client.infer(model, [_input(9)], sequence_id=-1, sequence_start=True, sequence_end=True)
+    return [int(result.as_numpy("OUTPUT").item()), int(result.as_numpy("FLAGS").item())]
+
+
 def refusal(client: grpcclient.InferenceServerClient, model: str) -> dict[str, str]:
     try:
         client.infer(model, [_input(1)], sequence_id="never-started")
@@ -99,6 +105,7 @@ def main() -> None:
         "stream": streamed(client, model, sequences),
         "pipelined": streamed(client, model, {"one": list(range(1, 21))}),
         "refusal": refusal(client, model),
+        "negative_id": negative_id(client, model),
         "uint64": uint64_refusal(url, model),
     }
     print(json.dumps(report))

@@ -231,6 +231,7 @@ def test_grpc_errors_for_a_request_outside_a_sequence(grpc_probe):
 def test_grpc_refuses_a_uint64_sequence_id_as_triton_does(grpc_probe):
     assert grpc_probe["uint64"]["code"] == "INVALID_ARGUMENT"
     assert "expected int64_param or string_param" in grpc_probe["uint64"]["details"]
+    assert grpc_probe["negative_id"] == [9, 3]  # int64 -1 is the uint64 2**64 - 1, as on Triton
 
 
 def test_a_second_start_restarts_the_sequence(server):

@@ -40,7 +40,11 @@ def request_from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str,
         if key in parameters and parameters[key].WhichOneof("parameter_choice") not in allowed:
             expected = " or ".join(allowed)
             raise InvalidArgument(f"invalid value type for '{key}' parameter, expected {expected}")
-    return from_proto(parameters)
+    values = from_proto(parameters)
+    sequence_id = values.get("sequence_id")
+    if isinstance(sequence_id, int) and sequence_id < 0:  # Triton reads the int64 as a uint64
+        values["sequence_id"] = sequence_id + 2**64
+    return values
 
 
 def to_proto(values: Mapping[str, Any], target: MutableMapping[str, pb.InferParameter]) -> None:
