@@ -399,3 +399,16 @@ def test_the_config_shows_triton_defaults_for_the_sequence_batcher():
     shown = config.to_json()["sequence_batching"]
     assert shown["max_sequence_idle_microseconds"] == 1_000_000
     assert shown["oldest"]["preferred_batch_size"] == [4]
+
+
+async def test_an_end_that_expired_frees_the_slot_for_a_waiting_sequence_at_once():
+    batcher, _ = await _batcher(_config(max_batch_size=0), delay=0.2)
+    first = asyncio.ensure_future(batcher.submit(_request(1, 1, start=True, batching=False)))
+    await asyncio.sleep(0.05)  # sequence 1 runs
+    end = asyncio.ensure_future(batcher.submit(_request(1, 1, end=True, batching=False, timeout=20_000)))
+    waiting = asyncio.ensure_future(batcher.submit(_request(2, 6, start=True, batching=False)))
+    with pytest.raises(RequestTimedOut):
+        await end  # expired in the queue: sequence 1's END never runs
+    await first
+    assert _value(await asyncio.wait_for(waiting, 2)) == 6  # the slot was freed, and its worker woke
+    await batcher.close()

@@ -307,8 +307,8 @@ class SequenceBatcher:
     async def _work(self, index: int, instance: Backend) -> None:
         ready = self._work_ready[index]
         while True:
+            ready.clear()  # before counting: a wake-up from here on is not lost
             if not self._ready_count(index):
-                ready.clear()
                 await ready.wait()
                 continue
             await self._gather(index)
@@ -336,12 +336,15 @@ class SequenceBatcher:
         if not self._delay_s:
             return
         ready = self._work_ready[index]
-        while (count := self._ready_count(index)) and not self._enough(count):
+        while True:
+            ready.clear()
+            count = self._ready_count(index)
+            if not count or self._enough(count):
+                return
             oldest = min(s.queue[0].arrived_ns for s in self._busy[index].values() if s.queue)
             remaining = self._delay_s - (time.perf_counter_ns() - oldest) / 1e9
             if remaining <= 0:
                 return
-            ready.clear()
             try:
                 await asyncio.wait_for(ready.wait(), remaining)
             except TimeoutError:
