@@ -294,13 +294,15 @@ def test_oldest_batches_requests_of_different_sequences_only(server):
     assert max(rows for r in results for _, rows in r) > 1  # requests of different sequences shared calls
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("protocol", ["http", "grpc", "grpc-streaming"])
 def test_perf_analyzer_runs_sequences(server, protocol):
+    """Four concurrent sequences on the model's four slots; perf_analyzer checks every answer's status."""
     assert PERF_ANALYZER.exists(), "perf_analyzer is missing: run `make perf-analyzer`"
     url = server.http_url if protocol == "http" else server.grpc_url
+    streaming = ["--streaming"] if protocol == "grpc-streaming" else []
     command = [
-        str(PERF_ANALYZER), "-m", MODEL, "-i", protocol, "-u", url, "--sequence-length", "5",
-        "--concurrency-range", "2", *BOUNDED,
+        str(PERF_ANALYZER), "-m", MODEL, "-i", protocol.removesuffix("-streaming"), *streaming, "-u", url,
+        "--sequence-length", "5", "--concurrency-range", "4", *BOUNDED,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
