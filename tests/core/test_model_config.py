@@ -44,7 +44,7 @@ def test_json_form_has_numbers_and_triton_keys():
 def test_unknown_triton_fields_are_warned_and_skipped():
     with structlog.testing.capture_logs() as logs:
         proto = parse_text(
-            'name: "m"\nsequence_batching { max_sequence_idle_microseconds: 5 }\nmax_batch_size: 2\n'
+            'name: "m"\noptimization { input_pinned_memory { enable: true } }\nmax_batch_size: 2\n'
         )
     assert proto.max_batch_size == 2
     assert any(entry["event"] == "config_fields_skipped" for entry in logs)

@@ -5,8 +5,8 @@ model_config.proto``, which keeps Triton's names and field numbers. Fields
 Triton knows and we do not are skipped with a warning, so an existing Triton
 repository loads.
 
-Protobuf stays in this module (the only core module besides the generated
-``protos/`` that imports it): what leaves it is a
+Protobuf stays in this module and its helper config_sequence (the only core
+modules besides the generated ``protos/`` that import it): what leaves it is a
 :class:`~modelplatform.base.model_config.ModelConfig` of frozen dataclasses and
 plain values, including the whole configuration as Triton's JSON document.
 """
@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 from google.protobuf import json_format, text_format
 
+from modelplatform.base.config_sequence import fill_sequence_defaults, sequence_batching
 from modelplatform.base.dtypes import CONFIG_TO_DATATYPE
 from modelplatform.base.errors import InvalidArgument
 from modelplatform.base.model_config import (
@@ -51,6 +52,7 @@ _INT64_FIELDS = frozenset(
         "default_priority_level",
         "default_timeout_microseconds",
         "model_version",
+        "max_sequence_idle_microseconds",
     }
 )
 
@@ -186,6 +188,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
     groups = tuple(_instance_group(group) for group in proto.instance_group)
     instances = sum(group.count for group in groups)
+    fill_sequence_defaults(proto)
     if instances > MAX_INSTANCES:  # each one is loaded before the model answers: 10^6 would hang the load
         raise InvalidArgument(
             f"model '{proto.name}': instance_group asks for {instances} instances, over the limit of {MAX_INSTANCES}"
@@ -200,6 +203,7 @@ def from_proto(proto: pb.ModelConfig) -> ModelConfig:
         version_policy=_version_policy(proto.version_policy),
         instance_count=max(1, instances),
         dynamic_batching=_dynamic_batching(proto),
+        sequence_batching=sequence_batching(proto),
         parameters={k: v.string_value for k, v in proto.parameters.items()},
         decoupled=proto.model_transaction_policy.decoupled,
         default_model_filename=proto.default_model_filename,

@@ -94,6 +94,45 @@ class DynamicBatching:
         return self.priority_queue_policy.get(level, self.default_queue_policy)
 
 
+#: Triton's default ``max_sequence_idle_microseconds`` (one second) when the config says 0.
+DEFAULT_SEQUENCE_IDLE_US = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceControl:
+    """One control the sequence batcher writes into a request: Triton's ``control_input``.
+
+    ``kind`` is ``START``, ``END``, ``READY`` or ``CORRID``; ``input_name`` the
+    tensor the model reads it from; ``datatype`` its datatype (``INT32``,
+    ``FP32`` or ``BOOL`` for the flags, the ``data_type`` given for CORRID).
+    ``false_true`` holds a flag's two values, false first; () for CORRID.
+    """
+
+    kind: str
+    input_name: str
+    datatype: str
+    false_true: tuple[int | float | bool, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceBatching:
+    """Triton's ``sequence_batching``: stateful models, each sequence pinned to one slot.
+
+    ``strategy`` is ``direct`` (a sequence keeps its position in every batch)
+    or ``oldest`` (the oldest ready requests of different sequences batch).
+    ``candidate_sequences`` is ``oldest``'s ``max_candidate_sequences`` (0:
+    ``max_batch_size``); ``preferred_batch_sizes`` is ``oldest``'s too.
+    """
+
+    strategy: str = "direct"
+    max_sequence_idle_us: int = DEFAULT_SEQUENCE_IDLE_US
+    controls: tuple[SequenceControl, ...] = ()
+    max_queue_delay_us: int = 0
+    minimum_slot_utilization: float = 0.0
+    candidate_sequences: int = 0
+    preferred_batch_sizes: tuple[int, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class VersionPolicy:
     """Triton's policy: ``latest`` N (default 1), ``all``, or ``specific`` versions."""
@@ -181,6 +220,8 @@ class ModelConfig:
     version_policy: VersionPolicy = VersionPolicy()
     instance_count: int = 1
     dynamic_batching: DynamicBatching | None = None
+    #: Triton's ``sequence_batching`` (a stateful model), else None.
+    sequence_batching: SequenceBatching | None = None
     parameters: dict[str, str] = field(default_factory=dict)
     decoupled: bool = False
     default_model_filename: str = ""

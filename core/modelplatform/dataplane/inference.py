@@ -128,12 +128,13 @@ class Inference:
         until it ends, so an unload waits for it. Errors before or during the
         stream are raised from the iteration; closing the iterator early
         (client gone) closes the backend's stream too and counts nothing.
-        A model whose instances do not stream answers through :meth:`infer`
+        A model whose instances do not stream, or a stateful one (its
+        sequences live in its scheduler), answers through :meth:`infer`
         (its scheduler, its batching): one response, marked ``final``.
         """
         check_first_model(request.model_name)
         model = self._models.get(request.model_name, request.model_version)
-        if not streams(model):
+        if not streams(model) or model.config.sequence_batching is not None:
             response = await self.infer(request)
             response.final = True
             yield response

@@ -184,6 +184,100 @@ class ModelDynamicBatching(_message.Message):
     priority_queue_policy: _containers.MessageMap[int, ModelQueuePolicy]
     def __init__(self, preferred_batch_size: _Optional[_Iterable[int]] = ..., max_queue_delay_microseconds: _Optional[int] = ..., preserve_ordering: _Optional[bool] = ..., priority_levels: _Optional[int] = ..., default_priority_level: _Optional[int] = ..., default_queue_policy: _Optional[_Union[ModelQueuePolicy, _Mapping]] = ..., priority_queue_policy: _Optional[_Mapping[int, ModelQueuePolicy]] = ...) -> None: ...
 
+class ModelSequenceBatching(_message.Message):
+    __slots__ = ("direct", "oldest", "max_sequence_idle_microseconds", "control_input", "state", "iterative_sequence")
+    class Control(_message.Message):
+        __slots__ = ("kind", "int32_false_true", "fp32_false_true", "bool_false_true", "data_type")
+        class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+            __slots__ = ()
+            CONTROL_SEQUENCE_START: _ClassVar[ModelSequenceBatching.Control.Kind]
+            CONTROL_SEQUENCE_READY: _ClassVar[ModelSequenceBatching.Control.Kind]
+            CONTROL_SEQUENCE_END: _ClassVar[ModelSequenceBatching.Control.Kind]
+            CONTROL_SEQUENCE_CORRID: _ClassVar[ModelSequenceBatching.Control.Kind]
+        CONTROL_SEQUENCE_START: ModelSequenceBatching.Control.Kind
+        CONTROL_SEQUENCE_READY: ModelSequenceBatching.Control.Kind
+        CONTROL_SEQUENCE_END: ModelSequenceBatching.Control.Kind
+        CONTROL_SEQUENCE_CORRID: ModelSequenceBatching.Control.Kind
+        KIND_FIELD_NUMBER: _ClassVar[int]
+        INT32_FALSE_TRUE_FIELD_NUMBER: _ClassVar[int]
+        FP32_FALSE_TRUE_FIELD_NUMBER: _ClassVar[int]
+        BOOL_FALSE_TRUE_FIELD_NUMBER: _ClassVar[int]
+        DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+        kind: ModelSequenceBatching.Control.Kind
+        int32_false_true: _containers.RepeatedScalarFieldContainer[int]
+        fp32_false_true: _containers.RepeatedScalarFieldContainer[float]
+        bool_false_true: _containers.RepeatedScalarFieldContainer[bool]
+        data_type: DataType
+        def __init__(self, kind: _Optional[_Union[ModelSequenceBatching.Control.Kind, str]] = ..., int32_false_true: _Optional[_Iterable[int]] = ..., fp32_false_true: _Optional[_Iterable[float]] = ..., bool_false_true: _Optional[_Iterable[bool]] = ..., data_type: _Optional[_Union[DataType, str]] = ...) -> None: ...
+    class ControlInput(_message.Message):
+        __slots__ = ("name", "control")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        CONTROL_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        control: _containers.RepeatedCompositeFieldContainer[ModelSequenceBatching.Control]
+        def __init__(self, name: _Optional[str] = ..., control: _Optional[_Iterable[_Union[ModelSequenceBatching.Control, _Mapping]]] = ...) -> None: ...
+    class InitialState(_message.Message):
+        __slots__ = ("data_type", "dims", "zero_data", "data_file", "name")
+        DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+        DIMS_FIELD_NUMBER: _ClassVar[int]
+        ZERO_DATA_FIELD_NUMBER: _ClassVar[int]
+        DATA_FILE_FIELD_NUMBER: _ClassVar[int]
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        data_type: DataType
+        dims: _containers.RepeatedScalarFieldContainer[int]
+        zero_data: bool
+        data_file: str
+        name: str
+        def __init__(self, data_type: _Optional[_Union[DataType, str]] = ..., dims: _Optional[_Iterable[int]] = ..., zero_data: _Optional[bool] = ..., data_file: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    class State(_message.Message):
+        __slots__ = ("input_name", "output_name", "data_type", "dims", "initial_state", "use_same_buffer_for_input_output", "use_growable_memory")
+        INPUT_NAME_FIELD_NUMBER: _ClassVar[int]
+        OUTPUT_NAME_FIELD_NUMBER: _ClassVar[int]
+        DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+        DIMS_FIELD_NUMBER: _ClassVar[int]
+        INITIAL_STATE_FIELD_NUMBER: _ClassVar[int]
+        USE_SAME_BUFFER_FOR_INPUT_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+        USE_GROWABLE_MEMORY_FIELD_NUMBER: _ClassVar[int]
+        input_name: str
+        output_name: str
+        data_type: DataType
+        dims: _containers.RepeatedScalarFieldContainer[int]
+        initial_state: _containers.RepeatedCompositeFieldContainer[ModelSequenceBatching.InitialState]
+        use_same_buffer_for_input_output: bool
+        use_growable_memory: bool
+        def __init__(self, input_name: _Optional[str] = ..., output_name: _Optional[str] = ..., data_type: _Optional[_Union[DataType, str]] = ..., dims: _Optional[_Iterable[int]] = ..., initial_state: _Optional[_Iterable[_Union[ModelSequenceBatching.InitialState, _Mapping]]] = ..., use_same_buffer_for_input_output: _Optional[bool] = ..., use_growable_memory: _Optional[bool] = ...) -> None: ...
+    class StrategyDirect(_message.Message):
+        __slots__ = ("max_queue_delay_microseconds", "minimum_slot_utilization")
+        MAX_QUEUE_DELAY_MICROSECONDS_FIELD_NUMBER: _ClassVar[int]
+        MINIMUM_SLOT_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+        max_queue_delay_microseconds: int
+        minimum_slot_utilization: float
+        def __init__(self, max_queue_delay_microseconds: _Optional[int] = ..., minimum_slot_utilization: _Optional[float] = ...) -> None: ...
+    class StrategyOldest(_message.Message):
+        __slots__ = ("max_candidate_sequences", "preferred_batch_size", "max_queue_delay_microseconds", "preserve_ordering")
+        MAX_CANDIDATE_SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+        PREFERRED_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+        MAX_QUEUE_DELAY_MICROSECONDS_FIELD_NUMBER: _ClassVar[int]
+        PRESERVE_ORDERING_FIELD_NUMBER: _ClassVar[int]
+        max_candidate_sequences: int
+        preferred_batch_size: _containers.RepeatedScalarFieldContainer[int]
+        max_queue_delay_microseconds: int
+        preserve_ordering: bool
+        def __init__(self, max_candidate_sequences: _Optional[int] = ..., preferred_batch_size: _Optional[_Iterable[int]] = ..., max_queue_delay_microseconds: _Optional[int] = ..., preserve_ordering: _Optional[bool] = ...) -> None: ...
+    DIRECT_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEQUENCE_IDLE_MICROSECONDS_FIELD_NUMBER: _ClassVar[int]
+    CONTROL_INPUT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ITERATIVE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    direct: ModelSequenceBatching.StrategyDirect
+    oldest: ModelSequenceBatching.StrategyOldest
+    max_sequence_idle_microseconds: int
+    control_input: _containers.RepeatedCompositeFieldContainer[ModelSequenceBatching.ControlInput]
+    state: _containers.RepeatedCompositeFieldContainer[ModelSequenceBatching.State]
+    iterative_sequence: bool
+    def __init__(self, direct: _Optional[_Union[ModelSequenceBatching.StrategyDirect, _Mapping]] = ..., oldest: _Optional[_Union[ModelSequenceBatching.StrategyOldest, _Mapping]] = ..., max_sequence_idle_microseconds: _Optional[int] = ..., control_input: _Optional[_Iterable[_Union[ModelSequenceBatching.ControlInput, _Mapping]]] = ..., state: _Optional[_Iterable[_Union[ModelSequenceBatching.State, _Mapping]]] = ..., iterative_sequence: _Optional[bool] = ...) -> None: ...
+
 class ModelEnsembling(_message.Message):
     __slots__ = ("step", "max_inflight_requests")
     class Step(_message.Message):
@@ -270,7 +364,7 @@ class ModelWarmup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., batch_size: _Optional[int] = ..., inputs: _Optional[_Mapping[str, ModelWarmup.Input]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class ModelConfig(_message.Message):
-    __slots__ = ("name", "platform", "version_policy", "max_batch_size", "input", "output", "instance_group", "default_model_filename", "dynamic_batching", "ensemble_scheduling", "parameters", "model_warmup", "backend", "model_transaction_policy", "response_cache", "runtime")
+    __slots__ = ("name", "platform", "version_policy", "max_batch_size", "input", "output", "instance_group", "default_model_filename", "dynamic_batching", "sequence_batching", "ensemble_scheduling", "parameters", "model_warmup", "backend", "model_transaction_policy", "response_cache", "runtime")
     class ParametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -287,6 +381,7 @@ class ModelConfig(_message.Message):
     INSTANCE_GROUP_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODEL_FILENAME_FIELD_NUMBER: _ClassVar[int]
     DYNAMIC_BATCHING_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_BATCHING_FIELD_NUMBER: _ClassVar[int]
     ENSEMBLE_SCHEDULING_FIELD_NUMBER: _ClassVar[int]
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     MODEL_WARMUP_FIELD_NUMBER: _ClassVar[int]
@@ -303,6 +398,7 @@ class ModelConfig(_message.Message):
     instance_group: _containers.RepeatedCompositeFieldContainer[ModelInstanceGroup]
     default_model_filename: str
     dynamic_batching: ModelDynamicBatching
+    sequence_batching: ModelSequenceBatching
     ensemble_scheduling: ModelEnsembling
     parameters: _containers.MessageMap[str, ModelParameter]
     model_warmup: _containers.RepeatedCompositeFieldContainer[ModelWarmup]
@@ -310,4 +406,4 @@ class ModelConfig(_message.Message):
     model_transaction_policy: ModelTransactionPolicy
     response_cache: ModelResponseCache
     runtime: str
-    def __init__(self, name: _Optional[str] = ..., platform: _Optional[str] = ..., version_policy: _Optional[_Union[ModelVersionPolicy, _Mapping]] = ..., max_batch_size: _Optional[int] = ..., input: _Optional[_Iterable[_Union[ModelInput, _Mapping]]] = ..., output: _Optional[_Iterable[_Union[ModelOutput, _Mapping]]] = ..., instance_group: _Optional[_Iterable[_Union[ModelInstanceGroup, _Mapping]]] = ..., default_model_filename: _Optional[str] = ..., dynamic_batching: _Optional[_Union[ModelDynamicBatching, _Mapping]] = ..., ensemble_scheduling: _Optional[_Union[ModelEnsembling, _Mapping]] = ..., parameters: _Optional[_Mapping[str, ModelParameter]] = ..., model_warmup: _Optional[_Iterable[_Union[ModelWarmup, _Mapping]]] = ..., backend: _Optional[str] = ..., model_transaction_policy: _Optional[_Union[ModelTransactionPolicy, _Mapping]] = ..., response_cache: _Optional[_Union[ModelResponseCache, _Mapping]] = ..., runtime: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., platform: _Optional[str] = ..., version_policy: _Optional[_Union[ModelVersionPolicy, _Mapping]] = ..., max_batch_size: _Optional[int] = ..., input: _Optional[_Iterable[_Union[ModelInput, _Mapping]]] = ..., output: _Optional[_Iterable[_Union[ModelOutput, _Mapping]]] = ..., instance_group: _Optional[_Iterable[_Union[ModelInstanceGroup, _Mapping]]] = ..., default_model_filename: _Optional[str] = ..., dynamic_batching: _Optional[_Union[ModelDynamicBatching, _Mapping]] = ..., sequence_batching: _Optional[_Union[ModelSequenceBatching, _Mapping]] = ..., ensemble_scheduling: _Optional[_Union[ModelEnsembling, _Mapping]] = ..., parameters: _Optional[_Mapping[str, ModelParameter]] = ..., model_warmup: _Optional[_Iterable[_Union[ModelWarmup, _Mapping]]] = ..., backend: _Optional[str] = ..., model_transaction_policy: _Optional[_Union[ModelTransactionPolicy, _Mapping]] = ..., response_cache: _Optional[_Union[ModelResponseCache, _Mapping]] = ..., runtime: _Optional[str] = ...) -> None: ...

@@ -45,8 +45,9 @@ class InferRunner:
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self._infer: Infer = self._not_loaded
-        #: Whether several requests may share one ``infer`` call (a generator model may not).
-        self._joins = config.batching
+        #: Whether several requests may share one ``infer`` call (a generator model may not, nor a
+        #: stateful one: a joined call retried per request would apply a sequence's step twice).
+        self._joins = config.batching and config.sequence_batching is None
         #: Whether ``stream`` answers several times (a generator model; set by a subclass's load).
         self.streams = False
         #: The backend's marks of where ``infer`` starts and ends (its own clock until handed one).

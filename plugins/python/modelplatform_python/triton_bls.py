@@ -81,7 +81,20 @@ def _neutral(request: pb.InferenceRequest) -> InferenceRequest:
         model_version="" if version < 0 else str(version),
         id=request.request_id(),
         outputs=[RequestedOutput(name) for name in wanted] if wanted else None,
+        parameters=_sequence_parameters(request),
     )
+
+
+def _sequence_parameters(request: pb.InferenceRequest) -> dict[str, Any]:
+    """A BLS call's correlation id and flags, as the sequence batcher reads them."""
+    correlation_id, flags = request.correlation_id(), request.flags()
+    if not correlation_id and not flags:
+        return {}
+    return {
+        "sequence_id": correlation_id,
+        "sequence_start": bool(flags & pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START),
+        "sequence_end": bool(flags & pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END),
+    }
 
 
 def _answer(response: InferenceResponse) -> pb.InferenceResponse:

@@ -232,15 +232,27 @@ class TritonRunner:
         yield  # an async generator, as every stream is: the error comes at the first step
 
 
+#: The request parameters Triton turns into the correlation id and flags, not ``parameters()``.
+_SEQUENCE_PARAMETERS = ("sequence_id", "sequence_start", "sequence_end")
+
+
 def _pb_request(request: InferenceRequest, device_inputs: bool) -> pb.InferenceRequest:
     wanted = [o.name for o in request.outputs] if request.outputs is not None else []
+    parameters = request.parameters
+    flags = 0
+    if any(key in parameters for key in _SEQUENCE_PARAMETERS):
+        flags = (
+            pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START if parameters.get("sequence_start") is True else 0
+        ) | (pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END if parameters.get("sequence_end") is True else 0)
+        parameters = {k: v for k, v in parameters.items() if k not in _SEQUENCE_PARAMETERS}
     return pb.InferenceRequest(
         model_name=request.model_name,
         requested_output_names=wanted,
         inputs=[pb.Tensor(t.name, input_value(t.data, t.device, device_inputs)) for t in request.inputs],
         request_id=request.id,
         correlation_id=request.parameters.get("sequence_id", 0),
-        parameters=json.dumps(request.parameters, default=str),
+        parameters=json.dumps(parameters, default=str),
+        flags=flags,
     )
 
 

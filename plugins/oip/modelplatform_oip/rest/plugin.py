@@ -13,6 +13,7 @@ def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     extensions = (
         "classification",
         "schedule_policy",
+        "sequence",
         "model_configuration",
         "parameters",
         "statistics",

@@ -5,9 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from modelplatform import InvalidArgument
+
 from ..protos import grpc_service_pb2 as pb
 
 _INT64_MAX = 2**63 - 1
+
+
+#: Request parameters whose wire type Triton checks: the parameter choices it accepts.
+_TYPED = {
+    "sequence_id": ("int64_param", "string_param"),
+    "sequence_start": ("bool_param",),
+    "sequence_end": ("bool_param",),
+}
 
 
 def from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
@@ -18,6 +28,22 @@ def from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
         choice = parameter.WhichOneof("parameter_choice")
         if choice is not None:
             values[key] = getattr(parameter, choice)
+    return values
+
+
+def request_from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
+    """A request's parameters; the sequence ones must have Triton's wire types (a uint64
+    ``sequence_id`` is refused as Triton refuses it: its gRPC front end takes int64 or string)."""
+    if not parameters:
+        return {}
+    for key, allowed in _TYPED.items():
+        if key in parameters and parameters[key].WhichOneof("parameter_choice") not in allowed:
+            expected = " or ".join(allowed)
+            raise InvalidArgument(f"invalid value type for '{key}' parameter, expected {expected}")
+    values = from_proto(parameters)
+    sequence_id = values.get("sequence_id")
+    if isinstance(sequence_id, int) and sequence_id < 0:  # Triton reads the int64 as a uint64
+        values["sequence_id"] = sequence_id + 2**64
     return values
 
 

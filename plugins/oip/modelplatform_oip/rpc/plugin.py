@@ -21,7 +21,14 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
         GrpcService(
             service.SERVICE,
             service.add_to_server,
-            extensions=("classification", "schedule_policy", "model_configuration", "statistics", "logging"),
+            extensions=(
+                "classification",
+                "schedule_policy",
+                "sequence",
+                "model_configuration",
+                "statistics",
+                "logging",
+            ),
             protocol="oip_grpc",
             inference_methods={"ModelInfer": service.model_named},
             categories=CATEGORIES,

@@ -90,7 +90,7 @@ def _decode(
         model_name=message.model_name,
         model_version=message.model_version,
         id=message.id,
-        parameters=parameters.from_proto(message.parameters),
+        parameters=parameters.request_from_proto(message.parameters),
         inputs=inputs,
         outputs=outputs or None,
     )
