@@ -164,7 +164,7 @@ class Utilisation:
 
 def perf(model: str, protocol: str, url: str, concurrency: int, *extra: str) -> float:
     arguments = ["-m", model, "-i", protocol, "-u", url, "--concurrency-range", str(concurrency), *extra]
-    return measure_arguments(f"{model} {protocol} c{concurrency}", arguments, window_ms=1500)
+    return measure_arguments(f"{model} {protocol} c{concurrency}", arguments, window_ms=1000)
 
 
 def busy_rows(server: ServerProcess, args: argparse.Namespace, gpu: Utilisation) -> list[dict]:

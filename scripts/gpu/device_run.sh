@@ -42,14 +42,14 @@ if [ "${STEPS:-all}" != bench ]; then
   stamp "make test-gpu's tests"
   # Modules that need packages this machine lacks (moto, jsonschema, ...) hold no GPU tests:
   # their collection errors are listed in the log, and every gpu-marked test still runs.
-  timeout 300 python3 -m pytest -m gpu -p no:cacheprovider -q -rs --timeout=120 --continue-on-collection-errors \
+  timeout 230 python3 -m pytest -m gpu -p no:cacheprovider -q -rs --timeout=120 --continue-on-collection-errors \
     tests > "$OUT/test-gpu.log" 2>&1
   echo "pytest exit $?" >> "$OUT/test-gpu.log"
   grep -E "passed|failed|error|SKIPPED|FAILED|ERROR|exit" "$OUT/test-gpu.log" | tail -30
 fi
 if [ "${STEPS:-all}" != tests ]; then
   stamp "make bench-gpu"
-  (cd benchmarks && timeout 330 python3 gpu.py --json "$OUT/bench-gpu.json" ${BENCH_ARGS:-}) > "$OUT/bench-gpu.log" 2>&1
+  (cd benchmarks && timeout 250 python3 gpu.py --json "$OUT/bench-gpu.json" ${BENCH_ARGS:-}) > "$OUT/bench-gpu.log" 2>&1
   echo "bench exit $?" >> "$OUT/bench-gpu.log"
   grep -E "^\||exit|Error|error" "$OUT/bench-gpu.log" | tail -40
 fi

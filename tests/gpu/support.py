@@ -77,3 +77,29 @@ def write_probe(repository: Path, name: str, force_cpu: str) -> None:
     (folder / "1").mkdir(parents=True)
     (folder / "1" / "model.py").write_text(GPU_PROBE)
     (folder / "config.pbtxt").write_text(GPU_PROBE_CONFIG.format(name=name, force_cpu=force_cpu))
+
+
+TORCH_PROBE_CONFIG = dedent(
+    """
+    name: "torch_probe"
+    backend: "pytorch"
+    input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+    output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+    instance_group [ { kind: KIND_GPU count: 1 gpus: [ 0 ] } ]
+    """
+)
+
+
+def write_torch_probe(repository: Path) -> None:
+    """A TorchScript model on GPU 0 that adds 1 to its input in place, then doubles it."""
+    import torch
+
+    class Probe(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x.add_(1.0)
+            return x * 2
+
+    folder = repository / "torch_probe"
+    (folder / "1").mkdir(parents=True)
+    torch.jit.save(torch.jit.script(Probe()), str(folder / "1" / "model.pt"))
+    (folder / "config.pbtxt").write_text(TORCH_PROBE_CONFIG)

@@ -20,7 +20,7 @@ import pytest
 
 from modelplatform.testing import ServerProcess
 
-from .support import PERF_ANALYZER, require_cuda, write_probe
+from .support import PERF_ANALYZER, require_cuda, write_probe, write_torch_probe
 
 pytestmark = pytest.mark.gpu
 
@@ -34,6 +34,7 @@ def server(tmp_path_factory):
     repository = tmp_path_factory.mktemp("repository")
     write_probe(repository, "gpu_probe", force_cpu="no")
     write_probe(repository, "host_probe", force_cpu="yes")
+    write_torch_probe(repository)
     args = ("--model-repository", str(repository), "--allow-client-shm")
     with ServerProcess(*args) as process:
         yield process
@@ -65,7 +66,7 @@ def _client(protocol: str, server: ServerProcess):
     return client_module, client_module.InferenceServerClient(server.grpc_url)
 
 
-def _infer_through_regions(protocol, server, cudashm, model, values):
+def _infer_through_regions(protocol, server, cudashm, model, values, names=("INPUT0", "OUTPUT0")):
     cuda_shm, create = cudashm
     module, client = _client(protocol, server)
     client.unregister_cuda_shared_memory()
@@ -74,16 +75,16 @@ def _infer_through_regions(protocol, server, cudashm, model, values):
     cuda_shm.set_shared_memory_region(source, [values])
     client.register_cuda_shared_memory(f"in_{protocol}_{model}", cuda_shm.get_raw_handle(source), 0, BYTES)
     client.register_cuda_shared_memory(f"out_{protocol}_{model}", cuda_shm.get_raw_handle(target), 0, BYTES)
-    tensor = module.InferInput("INPUT0", [ELEMENTS], "FP32")
+    tensor = module.InferInput(names[0], [ELEMENTS], "FP32")
     tensor.set_shared_memory(f"in_{protocol}_{model}", BYTES)
-    output = module.InferRequestedOutput("OUTPUT0")
+    output = module.InferRequestedOutput(names[1])
     output.set_shared_memory(f"out_{protocol}_{model}", BYTES)
-    where = module.InferRequestedOutput("WHERE")
-    result = client.infer(model, [tensor], outputs=[output, where])
-    assert result.as_numpy("OUTPUT0") is None  # its data went to the region, not the response
+    outputs = [output] + ([module.InferRequestedOutput("WHERE")] if names[0] == "INPUT0" else [])
+    result = client.infer(model, [tensor], outputs=outputs)
+    assert result.as_numpy(names[1]) is None  # its data went to the region, not the response
     answer = cuda_shm.get_contents_as_numpy(target, "FP32", [ELEMENTS])
     after = cuda_shm.get_contents_as_numpy(source, "FP32", [ELEMENTS])
-    info = [w.decode() for w in result.as_numpy("WHERE")]
+    info = [w.decode() for w in result.as_numpy("WHERE")] if names[0] == "INPUT0" else []
     client.unregister_cuda_shared_memory()
     return answer, after, info
 
@@ -95,6 +96,15 @@ def test_a_gpu_model_works_in_the_clients_device_memory(server, cudashm, protoco
     np.testing.assert_array_equal(after, values + 1)  # changed in place: the model held our memory
     np.testing.assert_allclose(answer, (values + 1) * 2, rtol=1e-6)
     assert info == ["cuda:0", "GPU", "cuda:0", "False"]
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_torchscript_model_on_the_gpu_works_in_the_clients_device_memory(server, cudashm, protocol):
+    values = np.random.default_rng().standard_normal(ELEMENTS).astype(np.float32)
+    names = ("INPUT__0", "OUTPUT__0")
+    answer, after, _ = _infer_through_regions(protocol, server, cudashm, "torch_probe", values, names)
+    np.testing.assert_array_equal(after, values + 1)  # the model's in-place add reached our memory
+    np.testing.assert_allclose(answer, (values + 1) * 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])

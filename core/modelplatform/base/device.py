@@ -49,7 +49,13 @@ class DeviceArray:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """Numba's CUDA array interface (version 3): torch.as_tensor and cupy.asarray map it."""
-        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.pointer, False), "version": 3}
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self.pointer, False),
+            "strides": None,
+            "version": 3,
+        }
 
     def to_host(self) -> np.ndarray:
         """A host copy of the values."""

@@ -19,6 +19,7 @@ import structlog
 
 from modelplatform import (
     Backend,
+    DeviceArray,
     ExecuteResult,
     InferenceRequest,
     InferenceResponse,
@@ -44,6 +45,9 @@ class PyTorchBackend(Backend):
     kind: ClassVar[str] = "pytorch"
     platforms: ClassVar[tuple[str, ...]] = ("pytorch_libtorch",)
     model_files: ClassVar[tuple[str, ...]] = (MODEL_FILE,)
+    #: Inputs in a client's CUDA shared memory are mapped into torch without a copy, and an
+    #: output bound to a CUDA window is written there on the device (requests run alone).
+    accepts_device_memory: ClassVar[bool] = True
 
     _model: TorchModel | None = None
 
@@ -88,23 +92,27 @@ class PyTorchBackend(Backend):
         return [self._response(r, part) for r, part in zip(batch, parts)]
 
     async def _execute_one(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError:
+        windows = {o.name: o.device_destination for o in request.outputs or () if o.device_destination}
         try:
-            return self._response(request, await self._infer([request], self._wanted([request])))
+            arrays = await self._infer([request], self._wanted([request]), windows)
+            return self._response(request, arrays, windows)
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - a failed run fails its own request only
             return ModelExecutionError(self.config.name, error)
 
     async def _infer(
-        self, batch: Sequence[InferenceRequest], wanted: dict[str, str]
+        self,
+        batch: Sequence[InferenceRequest],
+        wanted: dict[str, str],
+        windows: dict[str, DeviceArray] | None = None,
     ) -> dict[str, np.ndarray]:
         model = self._model
         if model is None:
             raise Unavailable(f"model '{self.config.name}' is not loaded")
-        arrays = [request.arrays() for request in batch]
-        pieces = {t.name: [a[t.name] for a in arrays] for t in batch[0].inputs}
+        pieces = {t.name: [_data(request, t.name) for request in batch] for t in batch[0].inputs}
         datatypes = {t.name: t.datatype for t in batch[0].inputs}
-        return await asyncio.to_thread(model.infer, pieces, datatypes, wanted, self.phases)
+        return await asyncio.to_thread(model.infer, pieces, datatypes, wanted, self.phases, windows)
 
     def _wanted(self, batch: Sequence[InferenceRequest]) -> dict[str, str]:
         """Output name -> configured datatype: what any request of the batch asked for, in config order."""
@@ -114,14 +122,29 @@ class PyTorchBackend(Backend):
             names = {o.name for request in batch for o in request.outputs or ()}
         return {spec.name: spec.datatype for spec in self.config.outputs if spec.name in names}
 
-    def _response(self, request: InferenceRequest, arrays: dict[str, np.ndarray]) -> InferenceResponse:
+    def _response(
+        self,
+        request: InferenceRequest,
+        arrays: dict[str, np.ndarray],
+        windows: dict[str, DeviceArray] | None = None,
+    ) -> InferenceResponse:
         names = [o.name for o in request.outputs] if request.outputs is not None else list(arrays)
         tensors = [Tensor.from_array(name, arrays[name], self._datatype(name)) for name in names]
+        for tensor in tensors:  # written into its CUDA window when the array is a stand-in for it
+            tensor.device = windows.get(tensor.name) if windows else None
         return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
 
     def _datatype(self, name: str) -> str | None:
         spec = self.config.output_spec(name)
         return spec.datatype if spec else None
+
+
+def _data(request: InferenceRequest, name: str) -> np.ndarray | DeviceArray:
+    """One input's values: in a client's CUDA window when it came in one, else the host array."""
+    tensor = request.input(name)
+    if tensor is None:
+        raise InvalidArgument(f"input '{name}' is missing from a request of the batch")
+    return tensor.device if tensor.device is not None else tensor.data
 
 
 def _open(

@@ -21,13 +21,20 @@ import numpy as np
 import structlog
 import torch
 
-from modelplatform import InvalidArgument, ModelConfig, ModelExecutionError, PhaseClock, Unavailable
+from modelplatform import (
+    DeviceArray,
+    InvalidArgument,
+    ModelConfig,
+    ModelExecutionError,
+    PhaseClock,
+    Unavailable,
+)
 
 from . import threads
 from .binding import Argument, Binding, bind
 from .parameters import TorchSettings
 from .placement import Placement, place
-from .tensors import as_numpy, as_torch
+from .tensors import as_numpy, as_torch, write_to_device
 
 log = structlog.get_logger("modelplatform_pytorch")
 
@@ -82,18 +89,21 @@ class TorchModel:
         datatypes: Mapping[str, str],
         outputs: Mapping[str, str],
         phases: PhaseClock,
+        windows: Mapping[str, DeviceArray] | None = None,
     ) -> dict[str, np.ndarray]:
         """Run forward once on every request's pieces of each input (joined along the batch
-        dimension); ``outputs``: output name -> configured datatype, the ones to return."""
+        dimension); ``outputs``: output name -> configured datatype, the ones to return.
+        An output with a CUDA ``windows`` entry (one request's CUDA shared memory) is written
+        there on the device and answered with a stand-in."""
         with self._modes():
             values = {name: _join([as_torch(p, datatypes[name], self.device) for p in parts])
                       for name, parts in pieces.items()}  # fmt: skip
             phases.inputs_ready()
             result = self._forward(values)
             phases.outputs_started()
-            arrays = {
-                name: as_numpy(self.name, name, self._pick(result, name), t) for name, t in outputs.items()
-            }
+            arrays = {name: self._output(result, name, t, windows) for name, t in outputs.items()}
+            if windows and self.stream is not None:
+                self.stream.synchronize()  # the client reads its window once the answer arrives
         if self.settings.cache_cleaning and self.stream is not None:
             torch.cuda.empty_cache()
         return arrays
@@ -120,6 +130,16 @@ class TorchModel:
             return self.module(*[values[name] for name in self.binding.inputs])
         except Exception as error:  # noqa: BLE001 - whatever forward raised fails this call only
             raise ModelExecutionError(self.name, TorchScriptError(_last_line(error))) from None
+
+    def _output(
+        self, result: Any, name: str, datatype: str, windows: Mapping[str, DeviceArray] | None
+    ) -> np.ndarray:
+        value = self._pick(result, name)
+        window = windows.get(name) if windows else None
+        if window is not None and isinstance(value, torch.Tensor) and value.is_cuda:
+            as_numpy(self.name, name, value[:0], datatype)  # the datatype check, on no data
+            return write_to_device(value.contiguous(), window)
+        return as_numpy(self.name, name, value, datatype)
 
     def _pick(self, result: Any, name: str) -> Any:
         elements = result if isinstance(result, tuple) else (result,)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils.dlpack import from_dlpack
 
-from modelplatform import ModelExecutionError
+from modelplatform import DeviceArray, ModelExecutionError
 
 #: torch dtypes -> OIP datatypes, to check what the model returned against the configuration.
 DATATYPES: dict[torch.dtype, str] = {
@@ -46,6 +46,9 @@ def as_torch(data: Any, datatype: str, device: torch.device) -> Any:
         if datatype == "BF16":
             return torch.from_numpy(data.view(np.int16)).view(torch.bfloat16).to(device)
         return torch.from_numpy(data).to(device)
+    if isinstance(data, DeviceArray):  # a client's CUDA window: mapped, not copied
+        mapped = torch.as_tensor(data, device=torch.device("cuda", data.device_id))
+        return (mapped.view(torch.bfloat16) if datatype == "BF16" else mapped).to(device)
     if hasattr(data, "__dlpack__"):
         return from_dlpack(data).to(device)
     raise TypeError(f"input data of type {type(data).__name__} is neither a numpy array nor DLPack")
@@ -80,3 +83,20 @@ def _text(item: Any) -> str:
 
 def _mismatch(model: str, name: str, what: str) -> ModelExecutionError:
     return ModelExecutionError(model, TypeError(f"output '{name}' is {what}"))
+
+
+def write_to_device(value: Any, destination: DeviceArray) -> np.ndarray:
+    """Copy a CUDA result into the client's CUDA window (on the current stream); a stand-in back."""
+    if not isinstance(value, torch.Tensor) or value.device.type != "cuda":
+        raise TypeError("only a CUDA tensor is written straight into device memory")
+    window = torch.as_tensor(destination, device=torch.device("cuda", destination.device_id))
+    size = value.numel() * value.element_size()
+    if size > window.numel():
+        raise ValueError(f"{size} bytes do not fit the {window.numel()}-byte window")
+    window[:size].view(value.dtype).view(value.shape).copy_(value)
+    dtype = (
+        np.dtype(np.uint16)
+        if value.dtype == torch.bfloat16
+        else np.dtype(str(value.dtype).removeprefix("torch."))
+    )
+    return np.broadcast_to(np.zeros((), dtype=dtype), tuple(value.shape))
