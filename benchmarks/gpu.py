@@ -52,13 +52,16 @@ def busy_module(rounds: int, size: int) -> object:
     import torch
 
     class Busy(torch.nn.Module):
+        rounds: int
+
         def __init__(self) -> None:
             super().__init__()
+            self.rounds = rounds
             generator = torch.Generator().manual_seed(0)
             self.weight = torch.nn.Parameter(torch.randn(size, size, generator=generator) / size**0.5)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            for _ in range(rounds):
+            for _ in range(self.rounds):
                 x = torch.relu(x @ self.weight) * 1.4
             return x
 

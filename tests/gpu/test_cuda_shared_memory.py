@@ -13,7 +13,10 @@ closes the handle; perf_analyzer runs with ``--shared-memory cuda``.
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.gpu
 
 ELEMENTS = 1024
 BYTES = ELEMENTS * 4
+CLIENT = Path(__file__).with_name("cuda_client.py")
 
 
 @pytest.fixture(scope="module")
@@ -40,120 +44,54 @@ def server(tmp_path_factory):
         yield process
 
 
-@pytest.fixture()
-def cudashm():
-    from tritonclient.utils import cuda_shared_memory
-
-    handles = []
-
-    def create(name: str, size: int):
-        handle = cuda_shared_memory.create_shared_memory_region(name, size, 0)
-        handles.append(handle)
-        return handle
-
-    yield cuda_shared_memory, create
-    for handle in handles:
-        cuda_shared_memory.destroy_shared_memory_region(handle)
+def _client(*arguments: str) -> dict:
+    """Run cuda_client.py (the clients live in their own process) and read its JSON answer."""
+    command = [sys.executable, str(CLIENT), *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _client(protocol: str, server: ServerProcess):
-    if protocol == "http":
-        import tritonclient.http as client_module
-
-        return client_module, client_module.InferenceServerClient(server.http_url)
-    import tritonclient.grpc as client_module
-
-    return client_module, client_module.InferenceServerClient(server.grpc_url)
-
-
-def _infer_through_regions(protocol, server, cudashm, model, values, names=("INPUT0", "OUTPUT0")):
-    cuda_shm, create = cudashm
-    module, client = _client(protocol, server)
-    client.unregister_cuda_shared_memory()
-    source = create(f"in_{protocol}_{model}", BYTES)
-    target = create(f"out_{protocol}_{model}", BYTES)
-    cuda_shm.set_shared_memory_region(source, [values])
-    client.register_cuda_shared_memory(f"in_{protocol}_{model}", cuda_shm.get_raw_handle(source), 0, BYTES)
-    client.register_cuda_shared_memory(f"out_{protocol}_{model}", cuda_shm.get_raw_handle(target), 0, BYTES)
-    tensor = module.InferInput(names[0], [ELEMENTS], "FP32")
-    tensor.set_shared_memory(f"in_{protocol}_{model}", BYTES)
-    output = module.InferRequestedOutput(names[1])
-    output.set_shared_memory(f"out_{protocol}_{model}", BYTES)
-    outputs = [output] + ([module.InferRequestedOutput("WHERE")] if names[0] == "INPUT0" else [])
-    result = client.infer(model, [tensor], outputs=outputs)
-    assert result.as_numpy(names[1]) is None  # its data went to the region, not the response
-    answer = cuda_shm.get_contents_as_numpy(target, "FP32", [ELEMENTS])
-    after = cuda_shm.get_contents_as_numpy(source, "FP32", [ELEMENTS])
-    info = [w.decode() for w in result.as_numpy("WHERE")] if names[0] == "INPUT0" else []
-    client.unregister_cuda_shared_memory()
-    return answer, after, info
+def _url(server: ServerProcess, protocol: str) -> str:
+    return server.http_url if protocol == "http" else server.grpc_url
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_a_gpu_model_works_in_the_clients_device_memory(server, cudashm, protocol):
-    values = np.random.default_rng().standard_normal(ELEMENTS).astype(np.float32)
-    answer, after, info = _infer_through_regions(protocol, server, cudashm, "gpu_probe", values)
-    np.testing.assert_array_equal(after, values + 1)  # changed in place: the model held our memory
-    np.testing.assert_allclose(answer, (values + 1) * 2, rtol=1e-6)
-    assert info == ["cuda:0", "GPU", "cuda:0", "False"]
+def test_a_gpu_model_works_in_the_clients_device_memory(server, protocol):
+    found = _client("infer", protocol, _url(server, protocol), "gpu_probe", "INPUT0", "OUTPUT0", "WHERE")
+    values = np.array(found["values"], dtype=np.float32)
+    np.testing.assert_array_equal(found["after"], values + 1)  # changed in place: the model held our memory
+    np.testing.assert_allclose(found["answer"], (values + 1) * 2, rtol=1e-6)
+    assert found["info"] == ["cuda:0", "GPU", "cuda:0", "False"]
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_a_torchscript_model_on_the_gpu_works_in_the_clients_device_memory(server, cudashm, protocol):
-    values = np.random.default_rng().standard_normal(ELEMENTS).astype(np.float32)
-    names = ("INPUT__0", "OUTPUT__0")
-    answer, after, _ = _infer_through_regions(protocol, server, cudashm, "torch_probe", values, names)
-    np.testing.assert_array_equal(after, values + 1)  # the model's in-place add reached our memory
-    np.testing.assert_allclose(answer, (values + 1) * 2, rtol=1e-6)
+def test_a_torchscript_model_on_the_gpu_works_in_the_clients_device_memory(server, protocol):
+    found = _client("infer", protocol, _url(server, protocol), "torch_probe", "INPUT__0", "OUTPUT__0")
+    values = np.array(found["values"], dtype=np.float32)
+    np.testing.assert_array_equal(found["after"], values + 1)  # the model's in-place add reached our memory
+    np.testing.assert_allclose(found["answer"], (values + 1) * 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_a_model_reading_host_memory_gets_a_copy(server, cudashm, protocol):
-    values = np.random.default_rng().standard_normal(ELEMENTS).astype(np.float32)
-    answer, after, info = _infer_through_regions(protocol, server, cudashm, "host_probe", values)
-    np.testing.assert_array_equal(after, values)  # a host copy: the client's memory is untouched
-    np.testing.assert_allclose(answer, values * 2, rtol=1e-6)
-    assert info[0] == "cpu" and info[1] == "GPU"
+def test_a_model_reading_host_memory_gets_a_copy(server, protocol):
+    found = _client("infer", protocol, _url(server, protocol), "host_probe", "INPUT0", "OUTPUT0", "WHERE")
+    values = np.array(found["values"], dtype=np.float32)
+    np.testing.assert_array_equal(found["after"], values)  # a host copy: the client's memory is untouched
+    np.testing.assert_allclose(found["answer"], values * 2, rtol=1e-6)
+    assert found["info"][0] == "cpu" and found["info"][1] == "GPU"
 
 
-def test_bad_handles_sizes_and_offsets_are_refused_naming_the_region(server, cudashm):
-    import tritonclient.grpc as grpcclient
-    import tritonclient.http as httpclient
-    from tritonclient.utils import InferenceServerException
-
-    cuda_shm, create = cudashm
-    http = httpclient.InferenceServerClient(server.http_url)
-    grpc = grpcclient.InferenceServerClient(server.grpc_url)
-    http.unregister_cuda_shared_memory()
-    with pytest.raises(InferenceServerException, match="bogus") as refused:
-        http.register_cuda_shared_memory("bogus", b"\x01" * 64, 0, BYTES)
-    assert refused.value.status() == "400"
-    with pytest.raises(InferenceServerException, match="bogus") as refused:
-        grpc.register_cuda_shared_memory("bogus", b"\x01" * 64, 0, BYTES)
-    assert "INVALID_ARGUMENT" in str(refused.value.status())
-    with pytest.raises(InferenceServerException, match="no CUDA device"):
-        http.register_cuda_shared_memory("far", cuda_shm.get_raw_handle(create("far", BYTES)), 7, BYTES)
-
-    region = create("small", BYTES)
-    http.register_cuda_shared_memory("small", cuda_shm.get_raw_handle(region), 0, BYTES)
-    for client_module, client in ((httpclient, http), (grpcclient, grpc)):
-        tensor = client_module.InferInput("INPUT0", [ELEMENTS], "FP32")
-        tensor.set_shared_memory("small", BYTES, offset=16)  # runs past the region's end
-        with pytest.raises(InferenceServerException, match="small"):
-            client.infer("gpu_probe", [tensor])
-        tensor = client_module.InferInput("INPUT0", [ELEMENTS], "FP32")
-        tensor.set_shared_memory("small", BYTES - 4)  # not the tensor's size
-        with pytest.raises(InferenceServerException, match="small"):
-            client.infer("gpu_probe", [tensor])
-    http.unregister_cuda_shared_memory("small")
-    assert http.get_cuda_shared_memory_status() == []
-    tensor = httpclient.InferInput("INPUT0", [ELEMENTS], "FP32")
-    tensor.set_shared_memory("small", BYTES)
-    with pytest.raises(InferenceServerException, match="small"):
-        http.infer("gpu_probe", [tensor])
-    # the handle was closed: the same memory registers again under another name
-    http.register_cuda_shared_memory("again", cuda_shm.get_raw_handle(region), 0, BYTES)
-    http.unregister_cuda_shared_memory()
+def test_bad_handles_sizes_and_offsets_are_refused_naming_the_region(server):
+    found = _client("refusals", server.http_url, server.grpc_url, "gpu_probe")
+    assert found["http bad handle"]["status"] == "400" and "bogus" in found["http bad handle"]["message"]
+    assert "INVALID_ARGUMENT" in found["grpc bad handle"]["status"]
+    assert "bogus" in found["grpc bad handle"]["message"]
+    assert "no CUDA device" in found["http no device"]["message"]
+    for case in ("http past the end", "grpc past the end", "http wrong size", "grpc wrong size"):
+        assert found[case] is not None and "small" in found[case]["message"], (case, found[case])
+    assert found["status after unregister"] == []
+    assert "small" in found["http unregistered"]["message"]
     assert server.process.poll() is None  # still serving
 
 
@@ -163,7 +101,7 @@ def test_perf_analyzer_with_cuda_shared_memory(server, protocol):
         pytest.skip("perf_analyzer is missing: run `make perf-analyzer`")
     url = server.http_url if protocol == "http" else server.grpc_url
     command = [
-        str(PERF_ANALYZER), "-m", "gpu_probe", "-i", protocol, "-u", url, "--shape", f"INPUT0:{ELEMENTS}",
+        str(PERF_ANALYZER), "-m", "torch_probe", "-i", protocol, "-u", url, "--shape", f"INPUT__0:{ELEMENTS}",
         "--shared-memory", "cuda", "--output-shared-memory-size", str(BYTES),
         "--measurement-interval", "1000", "--stability-percentage", "999", "--max-trials", "3",
     ]  # fmt: skip

@@ -47,7 +47,9 @@ def _raw_handle(region: str, body: dict[str, Any]) -> bytes:
     if not isinstance(encoded, str):
         raise InvalidArgument(f"shared memory region '{region}': 'raw_handle' must be {{\"b64\": string}}")
     try:
-        return base64.b64decode(encoded, validate=True)
+        # Triton's C++ clients (perf_analyzer) encode with libb64, which breaks lines every
+        # 72 characters; Triton's decoder skips the line breaks, and so does this one.
+        return base64.b64decode("".join(encoded.split()), validate=True)
     except (binascii.Error, ValueError):
         raise InvalidArgument(f"shared memory region '{region}': 'raw_handle' is not valid base64") from None
 
