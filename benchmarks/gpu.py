@@ -52,8 +52,6 @@ def busy_module(rounds: int, size: int) -> object:
     import torch
 
     class Busy(torch.nn.Module):
-        rounds: int
-
         def __init__(self) -> None:
             super().__init__()
             self.rounds = rounds
