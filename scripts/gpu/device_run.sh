@@ -43,7 +43,7 @@ if [ "${STEPS:-all}" != bench ]; then
   # Modules that need packages this machine lacks (moto, jsonschema, ...) hold no GPU tests:
   # their collection errors are listed in the log, and every gpu-marked test still runs.
   timeout 230 python3 -m pytest -m gpu -p no:cacheprovider -q -rs --timeout=120 --continue-on-collection-errors \
-    tests > "$OUT/test-gpu.log" 2>&1
+    ${TEST_PATHS:-tests} > "$OUT/test-gpu.log" 2>&1
   echo "pytest exit $?" >> "$OUT/test-gpu.log"
   grep -E "passed|failed|error|SKIPPED|FAILED|ERROR|exit" "$OUT/test-gpu.log" | tail -30
 fi

@@ -46,8 +46,8 @@ def infer(protocol: str, url: str, model: str, input_name: str, output_name: str
         output.set_shared_memory("out", BYTES)
         outputs = [output] + ([module.InferRequestedOutput(where)] if where else [])
         result = client.infer(model, [tensor], outputs=outputs)
-        answer = cudashm.get_contents_as_numpy(target, "FP32", [ELEMENTS])
-        after = cudashm.get_contents_as_numpy(source, "FP32", [ELEMENTS])
+        answer = cudashm.get_contents_as_numpy(target, np.float32, [ELEMENTS])
+        after = cudashm.get_contents_as_numpy(source, np.float32, [ELEMENTS])
         info = [w.decode() for w in result.as_numpy(where)] if where else []
         client.unregister_cuda_shared_memory()
         return {"values": values.tolist(), "answer": answer.tolist(), "after": after.tolist(), "info": info}
