@@ -211,7 +211,7 @@ def scaling_rows() -> list[dict]:
     for workers in WORKERS:
         args = ("--model-repository", repository, "--load-model", "simple", "--workers", str(workers))
         with ServerProcess(*args, timeout=120) as server:
-            _wait_every_worker_ready(server, workers)
+            _wait_every_worker_ready(server)
             for label, protocol, url, extra in (
                 ("HTTP JSON", "http", server.http_url, ("--input-tensor-format", "json", "--output-tensor-format", "json")),
                 ("gRPC", "grpc", server.grpc_url, ()),
@@ -225,21 +225,22 @@ def scaling_rows() -> list[dict]:
     return rows
 
 
-def _wait_every_worker_ready(server: ServerProcess, workers: int, limit_s: float = 90) -> None:
+def _wait_every_worker_ready(server: ServerProcess, limit_s: float = 90) -> None:
     """The workers share one port and load their models on their own: a request may reach any of
-    them, so wait until 20 readiness checks in a row per worker all answer 200 (bounded)."""
+    them, so wait until readiness checks have answered 200 without a miss for 3 s (bounded)."""
     import urllib.error
     import urllib.request
 
     url = f"http://{server.http_url}/v2/models/simple/ready"
-    streak, deadline = 0, time.monotonic() + limit_s
-    while streak < 20 * workers and time.monotonic() < deadline:
+    since, deadline = time.monotonic(), time.monotonic() + limit_s
+    while time.monotonic() - since < 3 and time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(url, timeout=5) as answer:
-                streak = streak + 1 if answer.status == 200 else 0
+                if answer.status != 200:
+                    since = time.monotonic()
         except (urllib.error.URLError, OSError):
-            streak = 0
-            time.sleep(0.05)
+            since = time.monotonic()
+        time.sleep(0.01)
 
 
 def print_row(row: dict) -> None:
