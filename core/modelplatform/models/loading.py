@@ -177,7 +177,9 @@ async def _start_instances(
         instance.dataplane = dataplane
         mv.instances.append(instance)
         await instance.load()
-    mv.config = mv.instances[0].config  # a backend may have completed the config
+        # A backend may have completed the config (Triton's auto-complete): the next
+        # instances, the scheduler and the config endpoint all see the completed one.
+        mv.config = instance.config
 
 
 async def _unload_version(mv: ModelVersion) -> None:

@@ -3,9 +3,12 @@
 Written from the python backend's documented interface: tensors, requests,
 responses, errors, config lookups and type helpers, and BLS:
 ``InferenceRequest(...).exec()`` / ``await .async_exec()`` call another model
-in the server's own process (triton_bls.py). What needs Triton's process
-model (GPU tensors) raises :class:`TritonModelException` with a clear
-message; decoupled response senders live in decoupled.py. The top-level
+in the server's own process (triton_bls.py); DLPack on CPU
+(triton_dlpack.py: a tensor on another device is kept as it is, and what
+needs numpy refuses it with a clear message); custom metrics
+(``MetricFamily``, triton_metrics.py); the ``ModelConfig`` that
+``auto_complete_config`` completes (triton_config.py). Decoupled response
+senders live in decoupled.py. The top-level
 module ``triton_python_backend_utils`` re-exports this one, so
 ``import triton_python_backend_utils as pb_utils`` works unchanged.
 """
@@ -19,6 +22,11 @@ from typing import Any
 import numpy as np
 import structlog
 
+from .triton_config import ModelConfig
+from .triton_dlpack import CPU, DeviceData, array_from_dlpack, capsule_of
+from .triton_errors import TritonModelException
+from .triton_metrics import Metric, MetricFamily
+
 __all__ = [
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
@@ -27,6 +35,9 @@ __all__ = [
     "InferenceRequest",
     "InferenceResponse",
     "Logger",
+    "Metric",
+    "MetricFamily",
+    "ModelConfig",
     "Tensor",
     "TritonError",
     "TritonModelException",
@@ -64,10 +75,6 @@ TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 TRITONSERVER_REQUEST_RELEASE_ALL = 1
 
 
-class TritonModelException(Exception):
-    """Raised by the utilities; a model may raise it too."""
-
-
 class TritonError:
     """An error carried by an InferenceResponse; fails that request alone."""
 
@@ -89,10 +96,10 @@ class TritonError:
 
 
 class Tensor:
-    """A named numpy array (CPU only here)."""
+    """A named tensor: a numpy array, or (from ``from_dlpack``) a tensor kept on its device."""
 
     def __init__(self, name: str, array: Any) -> None:
-        if not isinstance(array, np.ndarray):
+        if not isinstance(array, (np.ndarray, DeviceData)):
             raise TritonModelException(f"Tensor '{name}' needs a numpy array, got {type(array).__name__}")
         self._name = name
         self._array = array
@@ -101,20 +108,42 @@ class Tensor:
         return self._name
 
     def as_numpy(self) -> np.ndarray:
+        if isinstance(self._array, DeviceData):
+            raise TritonModelException(
+                f"tensor '{self._name}' is not in CPU memory: use to_dlpack() (as_numpy needs CPU)"
+            )
         return self._array
 
     def shape(self) -> list[int]:
-        return list(self._array.shape)
+        return list(self.as_numpy().shape)
 
     def is_cpu(self) -> bool:
-        return True
+        return not isinstance(self._array, DeviceData)
 
     def to_dlpack(self) -> Any:
-        return self._array.__dlpack__()
+        """A DLPack capsule of the tensor's memory (no copy), e.g. for ``torch.from_dlpack``."""
+        if isinstance(self._array, DeviceData):
+            return self._array.capsule()
+        try:
+            return capsule_of(self._array)
+        except (BufferError, TypeError) as error:  # BYTES (object) tensors have no DLPack form
+            raise TritonModelException(f"tensor '{self._name}': {error}") from None
 
-    @classmethod
-    def from_dlpack(cls, name: str, capsule: Any) -> Tensor:
-        return cls(name, np.from_dlpack(capsule))
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """So ``numpy.from_dlpack(tensor)`` and ``torch.from_dlpack(tensor)`` take it directly."""
+        if isinstance(self._array, DeviceData):
+            return self._array.capsule()
+        return capsule_of(self._array, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if isinstance(self._array, DeviceData):
+            return self._array.device
+        return (CPU, 0)
+
+    @staticmethod
+    def from_dlpack(name: str, capsule: Any) -> Tensor:
+        """A tensor from a DLPack capsule or any object with ``__dlpack__`` (no copy on CPU)."""
+        return Tensor(name, array_from_dlpack(name, capsule))
 
 
 class InferenceRequest:
