@@ -23,6 +23,7 @@ from modelplatform.base.model_config import ModelConfig
 from modelplatform.models import repository
 from modelplatform.models.backend import Backend, BackendRegistry, ServerCalls
 from modelplatform.models.override import LoadOverride, Source
+from modelplatform.models.reshaping import has_reshape, reshaping
 from modelplatform.models.scheduling.factory import create_scheduler
 from modelplatform.models.states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
 from modelplatform.models.stats import LatencyBuckets
@@ -114,6 +115,8 @@ class Loader:
             reason = cls.unavailable_reason()
             if reason:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
+            if has_reshape(mv.config):  # Triton's reshape, around every backend alike
+                cls = reshaping(cls)
             await _start_instances(mv, cls, model_dir / str(mv.version), self.dataplane)
             mv.stats = self._latency_buckets.new_stats(mv.name, mv.version_str)
             mv.scheduler = create_scheduler(mv.config, mv.instances, mv.stats)

@@ -1,0 +1,82 @@
+"""Triton's ``reshape`` (issue 29 point 6: it was read and then ignored): the model sees the
+reshaped inputs and produces the reshaped outputs; clients keep ``dims``. Real server, tritonclient."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from modelplatform.testing import ServerProcess
+
+BATCHED = """
+import numpy as np
+
+
+class Model:
+    def infer(self, inputs):
+        x = inputs["X"]                       # (batch, 4): the reshape, not dims [2, 2]
+        seen = np.array([x.shape] * x.shape[0], dtype=np.int32)
+        return {"Y": (x + 1).reshape(x.shape[0], 2, 2), "SEEN": seen}   # Y's reshape [2, 2]
+"""
+
+BATCHED_CONFIG = """
+backend: "python"
+max_batch_size: 4
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape: { shape: [ 4 ] } } ]
+output [
+  { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] reshape: { shape: [ 2, 2 ] } },
+  { name: "SEEN" data_type: TYPE_INT32 dims: [ 2 ] }
+]
+"""
+
+SCALAR = """
+import numpy as np
+
+
+class Model:
+    def infer(self, inputs):
+        x = inputs["X"]
+        assert x.shape == (), x.shape         # dims [1] with reshape: { shape: [ ] }
+        return {"Y": np.float32(x * 2)}
+"""
+
+SCALAR_CONFIG = """
+backend: "python"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] reshape: { shape: [ ] } } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] reshape: { shape: [ ] } } ]
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    root: Path = tmp_path_factory.mktemp("reshape")
+    for name, model, config in (("batched", BATCHED, BATCHED_CONFIG), ("scalar", SCALAR, SCALAR_CONFIG)):
+        (root / name / "1").mkdir(parents=True)
+        (root / name / "config.pbtxt").write_text(config)
+        (root / name / "1" / "model.py").write_text(textwrap.dedent(model))
+    with ServerProcess("--model-repository", str(root)) as process:
+        yield process
+
+
+def test_the_model_sees_the_reshape_and_the_client_sees_dims(server: ServerProcess) -> None:
+    x = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    tensor = httpclient.InferInput("X", [3, 2, 2], "FP32")
+    tensor.set_data_from_numpy(x)
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        result = client.infer("batched", [tensor])
+        assert client.get_model_metadata("batched")["outputs"][0]["shape"] == [-1, 4]
+    assert result.as_numpy("SEEN").tolist() == [[3, 4]] * 3
+    np.testing.assert_array_equal(result.as_numpy("Y"), (x + 1).reshape(3, 4))
+
+
+def test_a_scalar_reshape(server: ServerProcess) -> None:
+    tensor = httpclient.InferInput("X", [1], "FP32")
+    tensor.set_data_from_numpy(np.array([2.5], dtype=np.float32))
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        result = client.infer("scalar", [tensor])
+    assert result.as_numpy("Y").tolist() == [5.0]
