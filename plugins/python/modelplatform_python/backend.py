@@ -134,7 +134,7 @@ class PythonBackend(Backend):
         if instance_kind(config) == PROCESS:  # the server never imports model.py then
             return ProcessRunner(config, version_dir, index, process_limits(config, self.options))
         refuse_limits_for_threads(config)
-        module = await asyncio.to_thread(import_model_module, version_dir)
+        module = await asyncio.to_thread(import_model_module, version_dir, config.default_model_filename)
         triton_model = getattr(module, "TritonPythonModel", None)
         if triton_model is not None:
             self.config = config = await self._completed(triton_model)

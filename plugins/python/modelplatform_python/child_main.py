@@ -48,7 +48,7 @@ def serve(conn: Connection, config: ModelConfig, version_dir: Path) -> None:
 
 
 def _load(loop: asyncio.AbstractEventLoop, config: ModelConfig, version_dir: Path) -> Any:
-    module = import_model_module(version_dir)
+    module = import_model_module(version_dir, config.default_model_filename)
     if getattr(module, "TritonPythonModel", None) is not None:
         raise _refused(config, "a Triton TritonPythonModel")
     found = model_class(module, version_dir)

@@ -1,5 +1,6 @@
-"""Triton's ``reshape`` (issue 29 point 6: it was read and then ignored): the model sees the
-reshaped inputs and produces the reshaped outputs; clients keep ``dims``. Real server, tritonclient."""
+"""Config fields a python model's answers depend on, which were read and then ignored (issue 29
+point 6): ``reshape`` (the model sees the reshaped inputs and produces the reshaped outputs; clients
+keep ``dims``) and ``default_model_filename``. Real server, tritonclient."""
 
 from __future__ import annotations
 
@@ -52,6 +53,20 @@ output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] reshape: { shape: [ ] } } 
 """
 
 
+RENAMED = """
+class Model:
+    def infer(self, inputs):
+        return {"Y": inputs["X"] * 3}
+"""
+
+RENAMED_CONFIG = """
+backend: "python"
+default_model_filename: "tripler.py"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+"""
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     root: Path = tmp_path_factory.mktemp("reshape")
@@ -59,6 +74,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         (root / name / "1").mkdir(parents=True)
         (root / name / "config.pbtxt").write_text(config)
         (root / name / "1" / "model.py").write_text(textwrap.dedent(model))
+    (root / "renamed" / "1").mkdir(parents=True)
+    (root / "renamed" / "config.pbtxt").write_text(RENAMED_CONFIG)
+    (root / "renamed" / "1" / "tripler.py").write_text(textwrap.dedent(RENAMED))
     with ServerProcess("--model-repository", str(root)) as process:
         yield process
 
@@ -80,3 +98,10 @@ def test_a_scalar_reshape(server: ServerProcess) -> None:
     with httpclient.InferenceServerClient(server.http_url) as client:
         result = client.infer("scalar", [tensor])
     assert result.as_numpy("Y").tolist() == [5.0]
+
+
+def test_default_model_filename_names_the_python_file(server: ServerProcess) -> None:
+    tensor = httpclient.InferInput("X", [1], "FP32")
+    tensor.set_data_from_numpy(np.array([2.0], dtype=np.float32))
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        assert client.infer("renamed", [tensor]).as_numpy("Y").tolist() == [6.0]
