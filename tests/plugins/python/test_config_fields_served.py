@@ -4,7 +4,9 @@ keep ``dims``) and ``default_model_filename``. Real server, tritonclient."""
 
 from __future__ import annotations
 
+import json
 import textwrap
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +79,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     (root / "renamed" / "1").mkdir(parents=True)
     (root / "renamed" / "config.pbtxt").write_text(RENAMED_CONFIG)
     (root / "renamed" / "1" / "tripler.py").write_text(textwrap.dedent(RENAMED))
+    for name, extra in (("tagged", 'metric_tags { key: "team" value: "a" }'),
+                        ("hinted", "optimization { input_pinned_memory { enable: true } }")):  # fmt: skip
+        (root / name / "1").mkdir(parents=True)
+        (root / name / "config.pbtxt").write_text(RENAMED_CONFIG.replace("tripler.py", "model.py") + extra)
+        (root / name / "1" / "model.py").write_text(textwrap.dedent(RENAMED))
     with ServerProcess("--model-repository", str(root)) as process:
         yield process
 
@@ -105,3 +112,13 @@ def test_default_model_filename_names_the_python_file(server: ServerProcess) -> 
     tensor.set_data_from_numpy(np.array([2.0], dtype=np.float32))
     with httpclient.InferenceServerClient(server.http_url) as client:
         assert client.infer("renamed", [tensor]).as_numpy("Y").tolist() == [6.0]
+
+
+def test_a_refused_field_fails_the_load_by_name_and_a_hint_does_not(server: ServerProcess) -> None:
+    request = urllib.request.Request(f"http://{server.http_url}/v2/repository/index", b"", method="POST")
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        entries = {entry["name"]: entry for entry in json.loads(reply.read())}
+    assert entries["tagged"]["state"] == "UNAVAILABLE"
+    assert "config field 'metric_tags' is not supported" in entries["tagged"]["reason"]
+    assert entries["hinted"]["state"] == "READY"
+    assert "config_hints_ignored" in server.log()
