@@ -56,13 +56,17 @@ _INT64_FIELDS = frozenset(
 )
 
 
+#: The (u)int64 fields of the messages the proto gained to hold all of Triton's fields.
+_MORE_INT64_FIELDS = frozenset({"dim", "device_id", "max_sequence_idle_microseconds"})
+
+
 def _ints_as_numbers(value: Any, key: str = "") -> Any:
     """protobuf prints int64/uint64 as strings; Triton's config JSON has numbers."""
     if isinstance(value, dict):
         return {k: _ints_as_numbers(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_ints_as_numbers(v, key) for v in value]
-    if key in _INT64_FIELDS and isinstance(value, str):
+    if (key in _INT64_FIELDS or key in _MORE_INT64_FIELDS) and isinstance(value, str):
         return int(value)
     return value
 
