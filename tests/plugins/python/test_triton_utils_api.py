@@ -62,7 +62,7 @@ def test_a_device_tensor_is_kept_on_its_device() -> None:
     assert not tensor.is_cpu()
     assert tensor.to_dlpack() == "device-capsule"
     assert tensor.__dlpack_device__() == (2, 0)
-    with pytest.raises(pb_utils.TritonModelException, match="not in CPU memory"):
+    with pytest.raises(pb_utils.TritonModelException, match="CPU"):
         tensor.as_numpy()
 
 
