@@ -12,6 +12,7 @@ Views only: no tensor is copied.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -73,9 +74,7 @@ def model_inputs(config: ModelConfig, inputs: list[Tensor]) -> list[Tensor]:
             shaped.append(tensor)
             continue
         shape = _with_batch(config, tensor.shape, spec.reshape)
-        shaped.append(
-            Tensor(tensor.name, tensor.datatype, shape, tensor.data.reshape(shape), tensor.parameters)
-        )
+        shaped.append(dataclasses.replace(tensor, shape=shape, data=tensor.data.reshape(shape)))
     return shaped
 
 
@@ -92,7 +91,7 @@ def client_outputs(config: ModelConfig, response: InferenceResponse) -> Inferenc
                 f"model '{config.name}': output '{tensor.name}' of shape {list(tensor.shape)} "
                 f"does not reshape to its dims {list(spec.dims)}: {error}"
             ) from None
-        response.outputs[index] = Tensor(tensor.name, tensor.datatype, data.shape, data, tensor.parameters)
+        response.outputs[index] = dataclasses.replace(tensor, shape=data.shape, data=data)
     return response
 
 
