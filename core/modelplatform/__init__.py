@@ -14,7 +14,9 @@ lives in the plugin that owns it or in a documented sub-API:
   and BYTES wire form (backends and codecs);
 - ``modelplatform.statistics``: the ``ModelStats`` that
   ``dataplane.observation.statistics()`` answers, and a server's latency histogram bounds
-  (``set_latency_buckets(server, bounds)``, from the ``configure`` hook);
+  (``set_latency_buckets(server, bounds)``, from the ``configure`` hook), and the
+  process's registry of model-defined metric families (``custom_metrics()``:
+  Triton's custom metrics, which backends create and the metrics plugin shows);
 - ``modelplatform.testing``: an in-process server and a function backend for
   plugin tests;
 - ``modelplatform.hookspecs``: every hook, the reference manual.

@@ -12,6 +12,11 @@ sets the latency histogram bounds does it for one server, from its
     def configure(server):
         set_latency_buckets(server, (100, 1_000, 10_000))
 
+Families that model code defines at run time (Triton's custom metrics:
+``pb_utils.MetricFamily``) live in the process's :func:`custom_metrics`
+registry: a backend creates them there, the metrics plugin shows a
+``custom_metrics().snapshot()`` on every scrape.
+
 Everything here is public and documented in docs/plugins/hooks.md; the rest
 of the statistics code is private to the core.
 """
@@ -20,6 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from modelplatform.base.custom_metrics import (
+    COUNTER,
+    GAUGE,
+    HISTOGRAM,
+    CustomFamily,
+    CustomMetric,
+    FamilySnapshot,
+    MetricSample,
+    custom_metrics,
+)
 from modelplatform.dataplane.context import ServerContext
 from modelplatform.models.stats import (
     DEFAULT_LATENCY_BUCKETS_US,
@@ -45,8 +60,16 @@ def _not_composed() -> LatencyBuckets:
 
 
 __all__ = [
+    "COUNTER",
     "DEFAULT_LATENCY_BUCKETS_US",
+    "GAUGE",
+    "HISTOGRAM",
+    "CustomFamily",
+    "CustomMetric",
+    "FamilySnapshot",
+    "MetricSample",
     "ModelStats",
     "checked_buckets",
+    "custom_metrics",
     "set_latency_buckets",
 ]

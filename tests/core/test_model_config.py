@@ -41,13 +41,28 @@ def test_json_form_has_numbers_and_triton_keys():
     assert data["model_transaction_policy"] == {"decoupled": False}
 
 
-def test_unknown_triton_fields_are_warned_and_skipped():
+def test_every_triton_field_parses_and_a_performance_hint_is_logged():
+    # Every field of Triton's configuration is in the proto now (issue 29 point 6): a
+    # performance hint parses, is left to the server and logged; see test_config_fields.py.
     with structlog.testing.capture_logs() as logs:
         proto = parse_text(
             'name: "m"\noptimization { input_pinned_memory { enable: true } }\nmax_batch_size: 2\n'
         )
+        from_proto(proto)
     assert proto.max_batch_size == 2
-    assert any(entry["event"] == "config_fields_skipped" for entry in logs)
+    hinted = [entry for entry in logs if entry["event"] == "config_hints_ignored"]
+    assert hinted and hinted[0]["fields"] == [
+        "optimization",
+        "optimization.input_pinned_memory",
+        "optimization.input_pinned_memory.enable",
+    ]
+
+
+def test_a_field_triton_does_not_have_is_refused_by_name():
+    with pytest.raises(InvalidArgument, match="max_batch_sise"):
+        parse_text('name: "m"\nmax_batch_sise: 2\n')
+    with pytest.raises(InvalidArgument, match="max_batch_sise"):
+        parse_json({"name": "m", "max_batch_sise": 2})
 
 
 def test_syntax_errors_are_refused():

@@ -42,6 +42,9 @@ SUB_APIS = {
     },
     "modelplatform.statistics": {
         "DEFAULT_LATENCY_BUCKETS_US", "ModelStats", "checked_buckets", "set_latency_buckets",
+        # model-defined families (Triton's custom metrics, issue 29)
+        "COUNTER", "GAUGE", "HISTOGRAM", "CustomFamily", "CustomMetric", "FamilySnapshot",
+        "MetricSample", "custom_metrics",
     },
 }  # fmt: skip
 

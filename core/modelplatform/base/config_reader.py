@@ -1,9 +1,10 @@
 """The config reader: Triton's config.pbtxt (a subset) into plain frozen dataclasses.
 
 Parsed with protobuf text format against ``protos/modelplatform/protos/
-model_config.proto``, which keeps Triton's names and field numbers. Fields
-Triton knows and we do not are skipped with a warning, so an existing Triton
-repository loads.
+model_config.proto``, which holds every field of Triton's, with its names and
+numbers: an existing Triton repository parses as it is. What becomes of each
+field (implemented, a performance hint, or refused by name) is
+config_fields.py's; a field Triton does not have is refused, as Triton refuses it.
 
 Protobuf stays in this module and its helper config_sequence (the only core
 modules besides the generated ``protos/`` that import it): what leaves it is a
@@ -20,6 +21,7 @@ from typing import Any
 import structlog
 from google.protobuf import json_format, text_format
 
+from modelplatform.base.config_fields import check_fields
 from modelplatform.base.config_sequence import fill_sequence_defaults, sequence_batching
 from modelplatform.base.dtypes import CONFIG_TO_DATATYPE
 from modelplatform.base.errors import InvalidArgument
@@ -57,13 +59,17 @@ _INT64_FIELDS = frozenset(
 )
 
 
+#: The (u)int64 fields of the messages the proto gained to hold all of Triton's fields.
+_MORE_INT64_FIELDS = frozenset({"dim", "device_id", "max_sequence_idle_microseconds"})
+
+
 def _ints_as_numbers(value: Any, key: str = "") -> Any:
     """protobuf prints int64/uint64 as strings; Triton's config JSON has numbers."""
     if isinstance(value, dict):
         return {k: _ints_as_numbers(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_ints_as_numbers(v, key) for v in value]
-    if key in _INT64_FIELDS and isinstance(value, str):
+    if (key in _INT64_FIELDS or key in _MORE_INT64_FIELDS) and isinstance(value, str):
         return int(value)
     return value
 
@@ -73,7 +79,7 @@ MAX_INSTANCES = 1024
 
 
 def parse_text(text: str, source: str = CONFIG_FILE) -> pb.ModelConfig:
-    """Parse config.pbtxt text; unknown Triton fields are warned about and skipped."""
+    """Parse config.pbtxt text; a field Triton's configuration does not have is refused by name."""
     proto = _parsed_text(text, source)
     _refuse_unknown_enums(proto, "", source)  # the text format takes enum numbers too (data_type: 32)
     return proto
@@ -82,16 +88,10 @@ def parse_text(text: str, source: str = CONFIG_FILE) -> pb.ModelConfig:
 def _parsed_text(text: str, source: str) -> pb.ModelConfig:
     proto = pb.ModelConfig()
     try:
-        text_format.Parse(text, proto)
-        return proto
-    except (text_format.ParseError, ValueError) as strict_error:  # ValueError: a number out of range
-        proto = pb.ModelConfig()
-        try:
-            text_format.Parse(text, proto, allow_unknown_field=True)
-        except (text_format.ParseError, ValueError) as error:
-            raise InvalidArgument(f"{source}: {error}") from None
-        log.warning("config_fields_skipped", source=source, detail=str(strict_error))
-        return proto
+        text_format.Parse(text, proto)  # the proto holds every Triton field: another is a mistake
+    except (text_format.ParseError, ValueError) as error:  # ValueError: a number out of range
+        raise InvalidArgument(f"{source}: {error}") from None
+    return proto
 
 
 def parse_json(data: Mapping[str, Any] | str | bytes) -> pb.ModelConfig:
@@ -99,9 +99,9 @@ def parse_json(data: Mapping[str, Any] | str | bytes) -> pb.ModelConfig:
     proto = pb.ModelConfig()
     try:
         if isinstance(data, (str, bytes)):
-            json_format.Parse(data, proto, ignore_unknown_fields=True)
+            json_format.Parse(data, proto)
         else:
-            json_format.ParseDict(data, proto, ignore_unknown_fields=True)
+            json_format.ParseDict(data, proto)
     except json_format.ParseError as error:
         raise InvalidArgument(f"invalid model configuration JSON: {error}") from None
     _refuse_unknown_enums(proto, "")
@@ -184,6 +184,8 @@ def _as_dict(proto: pb.ModelConfig, defaults: bool) -> dict[str, Any]:
 
 def from_proto(proto: pb.ModelConfig) -> ModelConfig:
     """Validate a parsed configuration and freeze it."""
+    check_fields(proto, proto.name)  # a refused field fails the load by name (config_fields.py)
+    _check_formats(proto)
     if proto.max_batch_size < 0:
         raise InvalidArgument(f"model '{proto.name}': max_batch_size must be >= 0")
     groups = tuple(_instance_group(group) for group in proto.instance_group)
@@ -230,6 +232,17 @@ def _spec(model: str, tensor: Any, kind: str) -> TensorSpec:
         reshape=reshape,
         label_filename=getattr(tensor, "label_filename", ""),
     )
+
+
+def _check_formats(proto: pb.ModelConfig) -> None:
+    """An image ``format`` (NHWC, NCHW) needs three non-batch dims, as Triton checks."""
+    for tensor in proto.input:
+        if tensor.format != pb.ModelInput.FORMAT_NONE and len(tensor.dims) != 3:
+            name = pb.ModelInput.Format.Name(tensor.format)
+            raise InvalidArgument(
+                f"model '{proto.name}': input '{tensor.name}' has format {name}: "
+                f"its dims must have 3 dimensions, got {list(tensor.dims)}"
+            )
 
 
 def _version_policy(policy: pb.ModelVersionPolicy) -> VersionPolicy:

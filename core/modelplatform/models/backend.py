@@ -140,7 +140,12 @@ class Backend(ABC):
         return None
 
     async def load(self) -> None:  # noqa: B027 - optional hook
-        """Prepare to serve. May replace ``self.config`` to fill in what it omitted."""
+        """Prepare to serve. May replace ``self.config`` to fill in what it omitted.
+
+        Instances load one after another; each is made with the configuration
+        the one before it left, so a completion made by the first is seen by
+        the others, the scheduler and the config endpoint.
+        """
 
     async def unload(self) -> None:  # noqa: B027 - optional hook
         """Release everything ``load`` acquired. Called once, also after a failed load."""

@@ -24,6 +24,7 @@ from modelplatform.models import repository
 from modelplatform.models.backend import Backend, BackendRegistry, ServerCalls
 from modelplatform.models.labels import read_labels
 from modelplatform.models.override import LoadOverride, Source
+from modelplatform.models.reshaping import has_reshape, reshaping
 from modelplatform.models.response_cache import ResponseCache, VersionCache
 from modelplatform.models.scheduling.factory import create_scheduler
 from modelplatform.models.states import WHOLE_MODEL, ModelRecord, ModelState, ModelVersion
@@ -119,6 +120,8 @@ class Loader:
             reason = cls.unavailable_reason()
             if reason:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
+            if has_reshape(mv.config):  # Triton's reshape, around every backend alike
+                cls = reshaping(cls)
             await _start_instances(mv, cls, model_dir / str(mv.version), self.dataplane)
             mv.labels = read_labels(mv.config, model_dir)
             mv.stats = self._latency_buckets.new_stats(mv.name, mv.version_str)
@@ -194,7 +197,9 @@ async def _start_instances(
         instance.dataplane = dataplane
         mv.instances.append(instance)
         await instance.load()
-    mv.config = mv.instances[0].config  # a backend may have completed the config
+        # A backend may have completed the config (Triton's auto-complete): the next
+        # instances, the scheduler and the config endpoint all see the completed one.
+        mv.config = instance.config
 
 
 async def _unload_version(mv: ModelVersion) -> None:

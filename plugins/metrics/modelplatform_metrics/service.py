@@ -12,6 +12,7 @@ import structlog
 from modelplatform import DataPlane, HeaderCheck
 from modelplatform.statistics import ModelStats
 
+from .custom import custom_families
 from .distributions import batch_sizes, latency_histograms, protocol_families
 from .exposition import Family, render
 from .families import cache_families, inference_families
@@ -41,9 +42,10 @@ class MetricsService:
         self.bound_port: int | None = None
 
     async def scrape(self) -> bytes:
-        """The exposition text: every worker's counters summed, this process's samples."""
+        """The exposition text: every worker's counters summed, this process's samples and
+        the families this process's models defined (custom.py)."""
         stats = await self._observation.all_statistics()
-        return render([*self._families(stats), *self._sampler.families()])
+        return render([*self._families(stats), *self._sampler.families(), *custom_families()])
 
     def _families(self, stats: list[ModelStats]) -> list[Family]:
         options = self.options

@@ -37,7 +37,9 @@ runs (bls.bind), so Triton's BLS reaches the server that runs the model:
   parameter ``python.instance_kind`` is ``process``: the ``Model`` in its own
   child process, so pure-Python code runs in parallel;
 - :class:`~modelplatform_python.triton_runner.TritonRunner` when ``model.py``
-  defines ``TritonPythonModel`` (written for Triton's python backend).
+  defines ``TritonPythonModel`` (written for Triton's python backend); its
+  ``auto_complete_config`` completes the configuration first (triton_config.py,
+  unless ``--disable-auto-complete-config``).
 
 A process instance is bounded by an execute timeout and a memory bound
 (limits.py); the server defaults come from ``[plugins.python]``, bound to
@@ -71,6 +73,7 @@ from .loader import import_model_module
 from .process_runner import ProcessRunner
 from .runner import Runner
 from .thread_runner import ThreadRunner
+from .triton_config import auto_completed
 from .triton_runner import TritonRunner
 
 T = TypeVar("T")
@@ -141,10 +144,23 @@ class PythonBackend(Backend):
         if instance_kind(config) == PROCESS:  # the server never imports model.py then
             return ProcessRunner(config, version_dir, index, process_limits(config, self.options))
         refuse_limits_for_threads(config)
-        module = await asyncio.to_thread(import_model_module, version_dir)
-        if getattr(module, "TritonPythonModel", None) is not None:
+        module = await asyncio.to_thread(import_model_module, version_dir, config.default_model_filename)
+        triton_model = getattr(module, "TritonPythonModel", None)
+        if triton_model is not None:
+            self.config = config = await self._completed(triton_model)
             return TritonRunner(module, config, version_dir, index, self._calls)
         return ThreadRunner(module, config, version_dir, index, self._calls)
+
+    async def _completed(self, triton_model: type) -> ModelConfig:
+        """The configuration ``auto_complete_config`` completes, as Triton calls it: once per load.
+
+        The first instance completes it; the model manager hands the completed
+        configuration to the next instances (they find it done), the scheduler
+        and the config endpoint.
+        """
+        if self.options.disable_auto_complete_config or self.instance_index > 0:
+            return self.config
+        return await auto_completed(triton_model, self.config)
 
     def _model_calls(self) -> ModelCalls | None:
         """How this instance's model calls other models (BLS), through the server that runs it."""

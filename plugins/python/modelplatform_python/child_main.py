@@ -21,7 +21,7 @@ from typing import Any
 from modelplatform import ModelConfig, Unsupported
 
 from .bls import CallsRefused
-from .child_wire import OK, PICKLE_PROTOCOL, UNLOAD, Reply, error_reply
+from .child_wire import OK, PICKLE_PROTOCOL, UNLOAD, MetricsOutbox, Reply, error_reply
 from .kinds import INSTANCE_KIND, PROCESS
 from .loader import import_model_module, model_class
 from .usercode import call_flexibly, taken
@@ -48,7 +48,7 @@ def serve(conn: Connection, config: ModelConfig, version_dir: Path) -> None:
 
 
 def _load(loop: asyncio.AbstractEventLoop, config: ModelConfig, version_dir: Path) -> Any:
-    module = import_model_module(version_dir)
+    module = import_model_module(version_dir, config.default_model_filename)
     if getattr(module, "TritonPythonModel", None) is not None:
         raise _refused(config, "a Triton TritonPythonModel")
     found = model_class(module, version_dir)
@@ -117,10 +117,14 @@ def _quietly(loop: asyncio.AbstractEventLoop, method: Any) -> None:
         pass
 
 
+#: This child's custom metrics ride on its replies (one process, one model instance).
+_OUTBOX = MetricsOutbox()
+
+
 def _send(conn: Connection, reply: Reply) -> bool:
     """False when the server is gone (then this process just ends, quietly)."""
     try:
-        data = pickle.dumps(reply, protocol=PICKLE_PROTOCOL)
+        data = pickle.dumps(_OUTBOX.wrapped(reply), protocol=PICKLE_PROTOCOL)
     except Exception as error:  # noqa: BLE001 - e.g. infer() returned something unpicklable
         data = pickle.dumps(error_reply(error), protocol=PICKLE_PROTOCOL)
     try:

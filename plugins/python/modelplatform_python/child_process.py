@@ -36,10 +36,11 @@ import numpy as np
 import structlog
 
 from modelplatform import ModelConfig, ModelPlatformError, Unavailable
+from modelplatform.statistics import custom_metrics
 
 from .child_main import serve
 from .child_watch import ResidentMemory, over_memory, wait_reply
-from .child_wire import OK, UNLOAD, Reply, infer_message, rebuilt
+from .child_wire import OK, UNLOAD, Reply, infer_message, rebuilt, unwrapped
 from .faults import ChildFault, InstanceFailed
 from .limits import ProcessLimits
 
@@ -71,6 +72,8 @@ class ChildProcess:
         self._memory: ResidentMemory | None = None  # only when the model has a memory bound
         self._restarts = 0
         self._stopped = False
+        #: Under which name this instance's child's custom metrics are shown (child_wire.py).
+        self._source = f"python-process:{config.name}:{instance_index}:{id(self)}"
 
     async def start(self) -> None:
         """Start the child and load the model; raises the child's load error."""
@@ -125,7 +128,7 @@ class ChildProcess:
             assert process.pid is not None  # a started process has one
             self._memory = ResidentMemory(process.pid)
         try:
-            reply = ours.recv()  # the load: bounded by nothing but the model's own code
+            reply = unwrapped(ours.recv(), self._source)  # the load: bounded only by the model's code
         except (EOFError, OSError):
             raise self._error(f"{self._ended()} while loading") from None
         if reply[0] != "ok":
@@ -141,7 +144,7 @@ class ChildProcess:
         assert self._conn is not None
         try:
             self._conn.send_bytes(infer_message(inputs))
-            reply = wait_reply(self._conn, self._limits, self._memory)
+            reply = unwrapped(wait_reply(self._conn, self._limits, self._memory), self._source)
         except (EOFError, OSError):
             raise self._failed(self._ended()) from None
         except ChildFault as fault:
@@ -215,7 +218,7 @@ class ChildProcess:
             try:
                 conn.send(UNLOAD)
                 if conn.poll(UNLOAD_TIMEOUT_S):
-                    reply = conn.recv()
+                    reply = unwrapped(conn.recv(), self._source)
                     process.join(EXIT_TIMEOUT_S)
                 else:
                     log.error("python_unload_timed_out", **self._context)
@@ -248,6 +251,7 @@ class ChildProcess:
         """Afterwards the child has exited and the pipe is closed, whatever it took."""
         process, conn = self._process, self._conn
         self._process = self._conn = None
+        custom_metrics().withdraw(self._source)  # the child's metrics end with it
         if self._memory is not None:
             self._memory.close()
             self._memory = None

@@ -5,6 +5,9 @@ the one after load included, is ``("ok", value)`` or
 ``("error", type_name, message, platform_class)``. Exceptions travel as type
 name and text, never pickled: a class defined in ``model.py`` cannot be
 unpickled in the server process, which never imports the user's file.
+A reply sent after the model changed its custom metrics is wrapped as
+``("metrics", snapshot, reply)`` (:class:`MetricsOutbox`): the server shows
+the child's values as its own (:func:`unwrapped`).
 ``platform_class`` names the public modelplatform error class the exception
 is (or derives from), so a user's ``InvalidArgument`` keeps its status code.
 """
@@ -19,6 +22,7 @@ import numpy as np
 
 import modelplatform
 from modelplatform import ModelPlatformError
+from modelplatform.statistics import custom_metrics
 
 #: Protocol 5 writes numpy arrays' memory straight into the message (no extra copy).
 PICKLE_PROTOCOL = 5
@@ -27,6 +31,32 @@ Reply = tuple[Any, ...]
 OK: Reply = ("ok", None)
 #: The message that asks the child to unload its model and exit.
 UNLOAD = ("unload",)
+#: The first item of a reply that carries the child's custom metrics (MetricsOutbox).
+METRICS = "metrics"
+
+
+class MetricsOutbox:
+    """The child's side of its custom metrics (``pb_utils.MetricFamily``): a reply sent after
+    they changed carries the child's whole snapshot, ``("metrics", snapshot, reply)``."""
+
+    def __init__(self) -> None:
+        self._sent = 0
+
+    def wrapped(self, reply: Reply) -> Reply:
+        registry = custom_metrics()
+        changes = registry.changes
+        if changes == self._sent:
+            return reply
+        self._sent = changes
+        return (METRICS, tuple(registry.snapshot()), reply)
+
+
+def unwrapped(message: Reply, source: str) -> Reply:
+    """The reply inside ``message``; the child's metrics it carries are shown as ``source``'s."""
+    if message[0] != METRICS:
+        return message
+    custom_metrics().publish(source, message[1])
+    return tuple(message[2])
 
 
 def infer_message(inputs: dict[str, np.ndarray]) -> bytes:

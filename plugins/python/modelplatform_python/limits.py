@@ -1,4 +1,4 @@
-"""How long a process instance's call may take and how large its child may grow.
+"""The plugin's options; mostly how long a process instance's call may take and how large it may grow.
 
 Two bounds keep a faulty model from taking its instance down for good: an
 execute timeout (a call that never returns) and a memory bound (a child
@@ -18,6 +18,9 @@ that keeps growing). Past either, the child is killed and started afresh
 Only ``process`` instances can be bounded: a thread in the server process
 cannot be stopped from outside, so a model that sets either parameter with
 ``thread`` instances fails its load with the reason.
+
+One more option keeps Triton's top-level name: ``--disable-auto-complete-config``
+(triton_config.py).
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ OPTIONS = (
            "instance's child may reach before it is killed and restarted; 0: no bound (a model's "
            "python.max_memory_mib wins).", _check_memory,
            metavar="<MiB>"),
+    # Triton's flag, kept by its name: a Triton user's command line works unchanged.
+    Option("disable_auto_complete_config", bool, False, "Do not call a Triton python model's "
+           "auto_complete_config at load: the model gets config.pbtxt as written (Triton's flag).",
+           top_level=True),
 )  # fmt: skip
 
 
@@ -68,6 +75,8 @@ class PythonOptions:
     execute_timeout_secs: float = DEFAULT_TIMEOUT_S
     #: Resident memory (RSS) a child may reach, in MiB; 0 means no bound.
     max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB
+    #: True: a ``TritonPythonModel``'s ``auto_complete_config`` is not called (triton_config.py).
+    disable_auto_complete_config: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PythonOptions:
@@ -76,15 +85,21 @@ class PythonOptions:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> PythonOptions:
         """From a ``[plugins.python]``-like mapping, checked again (the resolver checked the settings')."""
-        unknown = sorted(set(values) - {"execute_timeout_secs", "max_memory_mib"})
+        unknown = sorted(
+            set(values) - {"execute_timeout_secs", "max_memory_mib", "disable_auto_complete_config"}
+        )
         if unknown:
             raise InvalidArgument(f"[plugins.python]: unknown option(s) {unknown}")
         timeout = values.get("execute_timeout_secs", DEFAULT_TIMEOUT_S)
         memory = values.get("max_memory_mib", DEFAULT_MAX_MEMORY_MIB)
         where = "[plugins.python]"
+        no_completion = values.get("disable_auto_complete_config", False)
+        if not isinstance(no_completion, bool):
+            raise InvalidArgument(f"{where} disable_auto_complete_config must be true or false")
         return cls(
             _seconds(timeout, f"{where} execute_timeout_secs"),
             _mebibytes(memory, f"{where} max_memory_mib"),
+            no_completion,
         )
 
 

@@ -15,9 +15,10 @@ MODEL_FILE = "model.py"
 _counter = itertools.count()
 
 
-def import_model_module(version_dir: Path) -> ModuleType:
-    """Load ``model.py`` fresh (a reload never reuses the old module)."""
-    path = version_dir / MODEL_FILE
+def import_model_module(version_dir: Path, filename: str = "") -> ModuleType:
+    """Load ``model.py`` (or the config's ``default_model_filename``) fresh: a reload never
+    reuses the old module."""
+    path = version_dir / (filename or MODEL_FILE)
     if not path.is_file():
         raise InvalidArgument(f"{path} does not exist")
     name = f"modelplatform_user_model_{next(_counter)}"

@@ -3,9 +3,12 @@
 Written from the python backend's documented interface: tensors, requests,
 responses, errors, config lookups and type helpers, and BLS:
 ``InferenceRequest(...).exec()`` / ``await .async_exec()`` call another model
-in the server's own process (triton_bls.py). What needs Triton's process
-model (GPU tensors) raises :class:`TritonModelException` with a clear
-message; decoupled response senders live in decoupled.py. The top-level
+in the server's own process (triton_bls.py); DLPack on CPU
+(triton_dlpack.py: a tensor on another device is kept as it is, and what
+needs numpy refuses it with a clear message); custom metrics
+(``MetricFamily``, triton_metrics.py); the ``ModelConfig`` that
+``auto_complete_config`` completes (triton_config.py). Decoupled response
+senders live in decoupled.py. The top-level
 module ``triton_python_backend_utils`` re-exports this one, so
 ``import triton_python_backend_utils as pb_utils`` works unchanged.
 """
@@ -20,6 +23,10 @@ import numpy as np
 import structlog
 
 from .device import DLPACK_CPU, is_on_device
+from .triton_config import ModelConfig
+from .triton_dlpack import capsule_of
+from .triton_errors import TritonModelException
+from .triton_metrics import Metric, MetricFamily
 
 __all__ = [
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
@@ -29,6 +36,9 @@ __all__ = [
     "InferenceRequest",
     "InferenceResponse",
     "Logger",
+    "Metric",
+    "MetricFamily",
+    "ModelConfig",
     "Tensor",
     "TritonError",
     "TritonModelException",
@@ -64,10 +74,6 @@ TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 TRITONSERVER_REQUEST_RELEASE_ALL = 1
-
-
-class TritonModelException(Exception):
-    """Raised by the utilities; a model may raise it too."""
 
 
 class TritonError:
@@ -121,7 +127,25 @@ class Tensor:
         return isinstance(self._array, np.ndarray)
 
     def to_dlpack(self) -> Any:
-        return self._array.__dlpack__()
+        """A DLPack capsule of the tensor's memory (no copy), e.g. for ``torch.from_dlpack``."""
+        if not isinstance(self._array, np.ndarray):
+            return self._array.__dlpack__()
+        try:
+            return capsule_of(self._array)
+        except (BufferError, TypeError) as error:  # BYTES (object) tensors have no DLPack form
+            raise TritonModelException(f"tensor '{self._name}': {error}") from None
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """So ``numpy.from_dlpack(tensor)`` and ``torch.from_dlpack(tensor)`` take it directly."""
+        if not isinstance(self._array, np.ndarray):
+            return self._array.__dlpack__(**kwargs)
+        return capsule_of(self._array, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if not isinstance(self._array, np.ndarray):
+            device = self._array.__dlpack_device__()
+            return (int(device[0]), int(device[1]))
+        return (DLPACK_CPU, 0)
 
     @classmethod
     def from_dlpack(cls, name: str, capsule: Any) -> Tensor:
@@ -129,8 +153,17 @@ class Tensor:
         if is_on_device(capsule):
             return cls(name, capsule)
         if hasattr(capsule, "__dlpack__"):
-            return cls(name, np.from_dlpack(capsule))
-        return cls(name, _from_capsule(capsule))
+            value = np.from_dlpack(capsule)
+        elif type(capsule).__name__ == "PyCapsule":
+            value = _from_capsule(capsule)
+        else:
+            raise TritonModelException(
+                f"Tensor.from_dlpack('{name}'): needs a DLPack capsule or an object with "
+                f"__dlpack__ and __dlpack_device__, got {type(capsule).__name__}"
+            )
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            raise TritonModelException(f"Tensor.from_dlpack('{name}'): the tensor is not C-contiguous")
+        return cls(name, value)
 
 
 def tensor_value(tensor: Tensor) -> Any:

@@ -1,9 +1,10 @@
 """Restricted APIs (Triton's ``--http-restricted-api`` / ``--grpc-restricted-protocol``).
 
 Each group is ``<category>[,<category>...]:<key>=<value>``: a request of one
-of those categories must carry header (HTTP) or metadata (gRPC) ``<key>``
-with exactly ``<value>``. A category may be in one group only. Header names
-compare case-insensitively; values exactly.
+of those categories must carry header ``<key>`` (HTTP) or metadata
+``triton-grpc-protocol-<key>`` (gRPC: Triton's only spelling) with exactly
+``<value>``. A category may be in one group only. Header names compare
+case-insensitively; values exactly.
 """
 
 from __future__ import annotations
@@ -75,9 +76,12 @@ def parse_group(group: str, flag: str) -> tuple[list[str], Restriction]:
 
 
 def grpc_value(metadata: Mapping[str, str], key: str) -> str | None:
-    """The value a gRPC call carries for ``key``: Triton's prefixed name, else the bare one."""
-    value = metadata.get(GRPC_KEY_PREFIX + key)
-    return metadata.get(key) if value is None else value
+    """The value a gRPC call carries for ``key``: only under Triton's prefixed name.
+
+    Triton reads ``triton-grpc-protocol-<key>`` and nothing else; a bare ``<key>``
+    is refused there, so it is here (a client written against us works on Triton).
+    """
+    return metadata.get(GRPC_KEY_PREFIX + key)
 
 
 def http_groups(settings: Settings) -> list[str]:
