@@ -3,7 +3,10 @@
 
 The POST routes name their model in the body (``model_param=""``): a key
 limited to models is checked when the handler names it (before it is even
-looked up, so a key cannot probe for other models' names). Errors a handler
+looked up, so a key cannot probe for other models' names). They are hot: the
+core's fast lane answers them too, and compresses the answers a client
+accepts compressed (Accept-Encoding), as it does other dialects' inference
+routes. Errors a handler
 raises are answered here, with the field at fault as ``param``; the rest
 (access, body bounds, unknown paths) by the dialect's renderer.
 """
@@ -189,7 +192,14 @@ def routes_for(settings: Settings) -> Callable[[ServerContext], list[HttpRoute]]
             ),
         ]
         declared += [
-            HttpRoute(("POST",), f"{prefix}/{path}", answered(handler), model_param="", category="inference")
+            HttpRoute(
+                ("POST",),
+                f"{prefix}/{path}",
+                answered(handler),
+                hot=True,
+                model_param="",
+                category="inference",
+            )
             for path, handler in post.items()
         ]
         return declared
