@@ -23,7 +23,7 @@ VOCABULARY = (
     "with seeds giving same output each run because tables are fixed at load today"
 ).split()
 DEFAULT_MAX_TOKENS = 16
-MAX_TOKENS = 4096
+MAX_TOKENS = 1024
 MAX_DELAY_MS = 1000
 
 
