@@ -22,7 +22,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.ALREADY_EXISTS: 400,
     ErrorCode.CANCELLED: 400,
     ErrorCode.DEADLINE_EXCEEDED: 504,
-    ErrorCode.RESOURCE_EXHAUSTED: 429,
+    ErrorCode.RESOURCE_EXHAUSTED: 413,
     ErrorCode.PERMISSION_DENIED: 403,
     ErrorCode.INTERNAL: 500,
 }
