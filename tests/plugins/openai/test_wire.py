@@ -4,10 +4,13 @@ codes, body bounds, compression, and the metrics label."""
 from __future__ import annotations
 
 import gzip
+import re
 
 import httpx
 import orjson
 import pytest
+
+from ...http_wire import exchange
 
 PREFIX = "/openai/v1"
 CHAT = {"model": "tiny_lm", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "seed": 1}
@@ -100,3 +103,32 @@ def test_requests_are_counted_under_their_own_protocol(server, http):
     assert http.post("/embeddings", json={"model": "tiny_embed", "input": "x"}).status_code == 200
     metrics = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=30).text
     assert 'model="tiny_embed",version="1",protocol="openai"' in metrics.replace(", ", ",")
+
+
+PARITY = {
+    "embeddings": ("/embeddings", {"model": "tiny_embed", "input": ["a b", "c"], "encoding_format": "float"}),
+    "unknown-model": ("/embeddings", {"model": "ghost", "input": "x"}),
+    "unsupported": ("/completions", {"model": "tiny_lm", "prompt": "x", "echo": True}),
+    "bad-json": ("/chat/completions", b"{nope"),
+    "chat-stream": ("/chat/completions", {**CHAT, "stream": True, "stream_options": {"include_usage": True}}),
+    "completion": ("/completions", {"model": "tiny_lm", "prompt": "x", "max_tokens": 4, "n": 2, "seed": 4}),
+}
+_FRESH = re.compile(rb'"id":"[a-z]+-[0-9a-f]+(-[0-9]+)?"|"created":[0-9]+')
+
+
+@pytest.mark.parametrize("case", PARITY, ids=list(PARITY))
+def test_fast_lane_and_sanic_answer_alike(server, case):
+    """Each request both ways (keep-alive: the lane; Connection: close: Sanic); ids and times aside."""
+    path, document = PARITY[case]
+    body = document if isinstance(document, bytes) else orjson.dumps(document)
+    compared = ("content-type", "transfer-encoding")
+    fast = exchange(
+        server.http_port, PREFIX + path, body, ("Content-Type: application/json",), False, compared
+    )
+    sanic = exchange(
+        server.http_port, PREFIX + path, body, ("Content-Type: application/json",), True, compared
+    )
+    assert (fast[2], sanic[2]) == ("keep-alive", "close")
+    assert fast[0] == sanic[0] and fast[1] == sanic[1]
+    assert _FRESH.sub(b"", fast[3]) == _FRESH.sub(b"", sanic[3])
+    assert (fast[0] == 200) == (case in ("embeddings", "chat-stream", "completion")), fast[3]
