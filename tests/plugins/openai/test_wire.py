@@ -103,6 +103,8 @@ def test_requests_are_counted_under_their_own_protocol(server, http):
     assert http.post("/embeddings", json={"model": "tiny_embed", "input": "x"}).status_code == 200
     metrics = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=30).text
     assert 'model="tiny_embed",version="1",protocol="openai"' in metrics.replace(", ", ",")
+    live = httpx.get(f"http://{server.http_url}/live/data", timeout=30).json()
+    assert live["protocols"]["openai"] >= 1
 
 
 PARITY = {
