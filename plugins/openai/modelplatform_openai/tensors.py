@@ -51,4 +51,6 @@ def count(response: InferenceResponse, name: str) -> int | None:
     tensor = response.output(name)
     if tensor is None or tensor.data.size == 0:
         return None
+    if tensor.data.size == 1:  # one count a response: per token, so without numpy's reductions
+        return int(tensor.data.reshape(-1)[0])
     return int(np.asarray(tensor.data).astype(np.int64).sum())

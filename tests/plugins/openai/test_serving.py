@@ -1,11 +1,14 @@
 """What the server gives every dialect, through this one: API keys (the SDK's Bearer header),
 restricted APIs, body bounds, response deadlines, a client leaving mid-stream, and the /v1
-prefix (refused beside TF Serving REST, naming the clash)."""
+prefix (refused beside TF Serving REST, naming the clash), and drain."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -135,3 +138,27 @@ def test_the_v1_prefix_beside_tf_serving_rest_is_refused_naming_the_clash(reposi
     log = str(failed.value)
     assert "prefix '/v1' clashes with TF Serving REST's /v1 routes" in log
     assert "--disable-plugin tfserving-rest" in log
+
+
+def test_drain_ends_a_call_that_never_finishes_with_503_in_openai_shape(repository, progress):
+    """SIGTERM with a 1 s drain delay and a 2 s exit timeout: the endless call is answered, the model stopped."""
+    progress.unlink(missing_ok=True)
+    args = ("--model-repository", str(repository), "--drain-delay-secs", "1", "--exit-timeout-secs", "2")
+    with ServerProcess(*args, env={"OPENAI_TEST_PROGRESS": str(progress)}) as server:
+        answered: list[httpx.Response] = []
+        url = f"http://{server.http_url}/openai/v1/chat/completions"
+        body = {"model": "endless_lm", "messages": HELLO}
+        caller = threading.Thread(target=lambda: answered.append(httpx.post(url, json=body, timeout=60)))
+        caller.start()
+        deadline = time.monotonic() + 30
+        while not _steps(progress):
+            assert time.monotonic() < deadline, "the model never started"
+            time.sleep(0.05)
+        assert server.process is not None
+        os.kill(server.process.pid, signal.SIGTERM)
+        caller.join(timeout=30)
+        assert server.process.wait(timeout=30) == 0
+    assert answered[0].status_code == 503, answered[0].text
+    error = answered[0].json()["error"]
+    assert "shutting down" in error["message"] and error["type"] == "server_error"
+    assert "stopped" in _steps(progress)
