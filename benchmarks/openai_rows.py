@@ -10,9 +10,12 @@ and SSE without this dialect: what the transport alone costs). Embeddings
 (``tiny_embed``, one 8-word text a request, concurrency 8): requests per
 second over ``POST /openai/v1/embeddings`` against OIP's
 ``POST /v2/models/tiny_embed/infer`` with the same text, the same client and
-the same server, in alternating rounds. Every "ratio" is the dialect's figure
-over its reference in the same run (tokens/s and req/s: higher is better;
-TTFT: lower is better).
+the same server. Each figure is the median of ROUNDS rounds; the HTTP
+streams and the two embedding routes run back to back in each round (a load
+change on a shared machine hits both). "ratio" is a figure over its
+in-process (streams) or OIP (embeddings) reference, "of gen." the chat's
+median per-round ratio to generate_stream (tokens/s and req/s: higher is
+better; TTFT: lower is better).
 
     python benchmarks/openai_rows.py        # or: make bench BENCH_ARGS="--only openai"
 """
@@ -174,33 +177,43 @@ def rows() -> list[dict[str, Any]]:
         found = []
         with ServerProcess("--model-repository", str(root)) as server:
             for concurrency in (1, 16):
-                local = asyncio.run(in_process(root, concurrency))
-                generate = asyncio.run(over_http(server, concurrency, generate=True))
-                http = asyncio.run(over_http(server, concurrency))
-                found += _stream_rows(concurrency, local, generate, http)
+                local = [asyncio.run(in_process(root, concurrency)) for _ in range(ROUNDS)]
+                rounds = [_stream_round(server, concurrency) for _ in range(ROUNDS)]
+                found += _stream_rows(concurrency, local, rounds)
             found += _embedding_rows(server)
         return found
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _stream_round(server: ServerProcess, concurrency: int) -> tuple[Streamed, Streamed]:
+    """generate_stream then /chat/completions, back to back: a load change hits both."""
+    generate = asyncio.run(over_http(server, concurrency, generate=True))
+    return generate, asyncio.run(over_http(server, concurrency))
+
+
 def _stream_rows(
-    concurrency: int, local: Streamed, generate: Streamed, http: Streamed
+    concurrency: int, local: list[Streamed], rounds: list[tuple[Streamed, Streamed]]
 ) -> list[dict[str, Any]]:
-    """Ratios to in-process; the generate_stream rows show what the HTTP+SSE transport alone costs."""
+    """Medians over the rounds; "ratio" to in-process, "of generate" the chat's median per-round
+    ratio to generate_stream (the same model over HTTP and SSE without this dialect)."""
     name = f"tiny_lm {TOKENS} tokens c{concurrency}"
-    return [
-        _row(f"{name} in-process TTFT ms", local.ttft_ms, 1.0),
-        _row(f"{name} generate_stream TTFT ms", generate.ttft_ms, generate.ttft_ms / local.ttft_ms),
-        _row(f"{name} /chat/completions TTFT ms", http.ttft_ms, http.ttft_ms / local.ttft_ms),
-        _row(f"{name} in-process tokens/s", local.tokens_per_s, 1.0),
-        _row(
-            f"{name} generate_stream tokens/s",
-            generate.tokens_per_s,
-            generate.tokens_per_s / local.tokens_per_s,
-        ),
-        _row(f"{name} /chat/completions tokens/s", http.tokens_per_s, http.tokens_per_s / local.tokens_per_s),
-    ]
+    found = []
+    readers: tuple[tuple[str, Callable[[Streamed], float]], ...] = (
+        ("TTFT ms", lambda run: run.ttft_ms),
+        ("tokens/s", lambda run: run.tokens_per_s),
+    )
+    for what, read in readers:
+        base = statistics.median(read(run) for run in local)
+        generate = statistics.median(read(g) for g, _ in rounds)
+        chat = statistics.median(read(c) for _, c in rounds)
+        of_generate = statistics.median(read(c) / read(g) for g, c in rounds)
+        found += [
+            _row(f"{name} in-process {what}", base, 1.0),
+            _row(f"{name} generate_stream {what}", generate, generate / base),
+            _row(f"{name} /chat/completions {what}", chat, chat / base, of_generate),
+        ]
+    return found
 
 
 def _embedding_rows(server: ServerProcess) -> list[dict[str, Any]]:
@@ -218,14 +231,20 @@ def _embedding_rows(server: ServerProcess) -> list[dict[str, Any]]:
     ]
 
 
-def _row(label: str, value: float, ratio: float) -> dict[str, Any]:
-    return {"scenario": f"openai: {label}", "value": round(value, 1), "ratio": round(ratio, 3)}
+def _row(label: str, value: float, ratio: float, of_generate: float | None = None) -> dict[str, Any]:
+    row = {"scenario": f"openai: {label}", "value": round(value, 1), "ratio": round(ratio, 3)}
+    if of_generate is not None:
+        row["of_generate_stream"] = round(of_generate, 3)
+    return row
 
 
 def print_rows(found: list[dict[str, Any]]) -> None:
-    print(f"\n{'openai dialect':58s} {'value':>10s} {'ratio':>7s}")
+    print(
+        f"\n{'openai dialect (medians of ' + str(ROUNDS) + ' rounds)':58s} {'value':>10s} {'ratio':>7s} {'of gen.':>8s}"
+    )
     for row in found:
-        print(f"{row['scenario']:58s} {row['value']:10.1f} {row['ratio']:7.3f}")
+        extra = f"{row['of_generate_stream']:8.3f}" if "of_generate_stream" in row else ""
+        print(f"{row['scenario']:58s} {row['value']:10.1f} {row['ratio']:7.3f} {extra}")
 
 
 if __name__ == "__main__":
