@@ -19,11 +19,11 @@ from typing import Any
 
 from modelplatform import DataPlane, InferenceRequest, ModelPlatformError
 
+from .bodies import Sampling
 from .documents import DONE_EVENT, Header, chat_choice, chat_delta, completion_choice, sse
 from .errors import error_document, http_status
 from .generation import Choice, Piece, Usage, pieces
 from .merging import merged
-from .requests import Sampling
 
 Item = tuple[int, Piece | None]
 

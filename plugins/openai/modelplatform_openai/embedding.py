@@ -16,9 +16,9 @@ import numpy as np
 
 from modelplatform import DataPlane, InferenceRequest, Internal, RequestedOutput
 
+from .bodies import EmbeddingRequest
 from .convention import INPUT_TOKENS, EmbeddingModel
 from .errors import FieldError
-from .requests import EmbeddingRequest
 from .tensors import count, input_tensor
 
 

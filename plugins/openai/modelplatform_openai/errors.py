@@ -3,16 +3,31 @@
 Every error answer is ``{"error": {"message", "type", "param", "code"}}``.
 ``type`` is ``invalid_request_error`` below 500 and ``server_error`` from
 500 on, as OpenAI answers; ``param`` names the request field at fault when
-the dialect knows it (:class:`FieldError`), else null.
+the dialect knows it (:class:`FieldError`), else null. :func:`answered`
+wraps each handler so that what it raises is answered so.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+import structlog
 
-from modelplatform import ErrorCode, HttpReply, InvalidArgument, ModelPlatformError
+from modelplatform import (
+    ErrorCode,
+    HttpReply,
+    HttpRequest,
+    InvalidArgument,
+    ModelPlatformError,
+    NotFound,
+    PayloadTooLarge,
+)
+
+log = structlog.get_logger("modelplatform.openai")
+Handler = Callable[[HttpRequest], Awaitable[HttpReply]]
 
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_ARGUMENT: 400,
@@ -47,6 +62,15 @@ class UnsupportedParameter(FieldError):
                          "unsupported_parameter")  # fmt: skip
 
 
+class UnknownModel(NotFound):
+    """A model the server does not serve: 404 ``model_not_found``, naming the field ``model``."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"The model '{name}' does not exist: {why}")
+        self.param = "model"
+        self.openai_code = "model_not_found"
+
+
 class UnknownParameter(FieldError):
     def __init__(self, param: str) -> None:
         super().__init__(f"Unrecognized request argument supplied: {param}", param, "unknown_parameter")
@@ -75,3 +99,20 @@ def error_reply(error: ModelPlatformError, status: int) -> HttpReply:
     param = getattr(error, "param", None)
     code = getattr(error, "openai_code", None)
     return HttpReply(status, orjson.dumps(error_document(error.message, status, param, code)))
+
+
+def answered(handler: Handler) -> Handler:
+    """The handler with its errors answered in OpenAI's shape, ``param`` and ``code`` included."""
+
+    @functools.wraps(handler)
+    async def run(request: HttpRequest) -> HttpReply:
+        try:
+            return await handler(request)
+        except ModelPlatformError as error:
+            if not error.logged:
+                log.info("request_failed", path=request.path, code=error.code.value, error=error.message)
+                error.logged = True
+            status = 413 if isinstance(error, PayloadTooLarge) else http_status(error)
+            return error_reply(error, status)
+
+    return run

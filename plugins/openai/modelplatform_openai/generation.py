@@ -19,8 +19,8 @@ import orjson
 
 from modelplatform import DataPlane, InferenceRequest, Tensor
 
+from .bodies import Sampling
 from .convention import INPUT_TOKENS, OUTPUT_TOKENS, TEXT_INPUT, TEXT_OUTPUT, GenerateModel
-from .requests import Sampling
 from .tensors import count, first_text, input_tensor
 
 
