@@ -147,3 +147,24 @@ def test_base64_is_little_endian_float32(client):
     floats = client.embeddings.create(model="tiny_embed", input="x y", encoding_format="float")
     decoded = np.frombuffer(base64.b64decode(data), dtype="<f4")
     assert np.array_equal(decoded, np.asarray(floats.data[0].embedding, dtype=np.float32))
+
+
+def test_a_stream_of_n_choices_closes_each_and_stop_works_streamed(client):
+    def ask(**more):
+        return client.completions.create(model="tiny_lm", prompt="go", max_tokens=10, seed=11, **more)
+
+    whole = ask(n=2)
+    chunks = list(ask(n=2, stream=True))
+    texts = {
+        index: "".join(c.choices[0].text for c in chunks if c.choices[0].index == index) for index in (0, 1)
+    }
+    assert texts == {c.index: c.text for c in whole.choices}
+    assert sorted(c.choices[0].index for c in chunks if c.choices[0].finish_reason) == [0, 1]
+    stop = whole.choices[0].text.split()[2]
+    streamed = "".join(c.choices[0].text for c in ask(stop=stop, stream=True))
+    assert streamed == whole.choices[0].text[: whole.choices[0].text.index(stop)]
+
+
+def test_a_model_refusing_its_parameters_is_an_ordinary_error_before_the_stream(client):
+    with pytest.raises(openai.BadRequestError, match="max_tokens must be a number 1..1024"):
+        client.chat.completions.create(model="tiny_lm", messages=HELLO, max_tokens=5000, stream=True)

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import httpx
 import openai
+import orjson
 import pytest
 
 from modelplatform.testing import ServerProcess
 
 from ...conftest import MODEL_REPOSITORY
 
-ENDLESS = Path(__file__).with_name("models") / "endless_lm"
+MODELS = Path(__file__).with_name("models")
 EVERYTHING, EMBED_ONLY = "key-all-3c9e", "key-embed-71d2"
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -38,7 +39,7 @@ def _keys(path: Path) -> Path:
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("openai-repo")
-    for model in (MODEL_REPOSITORY / "tiny_lm", MODEL_REPOSITORY / "tiny_embed", ENDLESS):
+    for model in (MODEL_REPOSITORY / "tiny_lm", MODEL_REPOSITORY / "tiny_embed", *MODELS.iterdir()):
         shutil.copytree(model, root / model.name)
     return root
 
@@ -124,11 +125,8 @@ def test_restricted_inference_needs_its_header(repository):
         assert "expecting header 'x-team'" in refused.value.message
         allowed = _sdk(server, "k", "/openai/v1", default_headers={"x-team": "ml"})
         assert allowed.embeddings.create(model="tiny_embed", input="x").data
-        assert [m.id for m in _sdk(server, "k", "/openai/v1").models.list()] == [
-            "endless_lm",
-            "tiny_embed",
-            "tiny_lm",
-        ]
+        listed = [m.id for m in _sdk(server, "k", "/openai/v1").models.list()]
+        assert listed == ["endless_lm", "failing_lm", "tiny_embed", "tiny_lm"]
 
 
 def test_the_v1_prefix_beside_tf_serving_rest_is_refused_naming_the_clash(repository):
@@ -162,3 +160,17 @@ def test_drain_ends_a_call_that_never_finishes_with_503_in_openai_shape(reposito
     error = answered[0].json()["error"]
     assert "shutting down" in error["message"] and error["type"] == "server_error"
     assert "stopped" in _steps(progress)
+
+
+def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_event(keyed):
+    reply = httpx.post(f"http://{keyed.http_url}/v1/completions", timeout=30,
+                       headers={"authorization": f"Bearer {EVERYTHING}"},
+                       json={"model": "failing_lm", "prompt": "x", "stream": True})  # fmt: skip
+    assert reply.status_code == 200
+    events = [event.removeprefix("data: ") for event in reply.text.split("\n\n") if event]
+    assert [orjson.loads(e)["choices"][0]["text"] for e in events[:2]] == ["one ", "two "]
+    error = orjson.loads(events[2])["error"]
+    assert "ran out of words" in error["message"] and error["type"] == "server_error"
+    assert len(events) == 3  # no [DONE] after an error
+    with pytest.raises(openai.APIError, match="ran out of words"):
+        list(_sdk(keyed, EVERYTHING).completions.create(model="failing_lm", prompt="x", stream=True))
