@@ -15,7 +15,11 @@ streams and the two embedding routes run back to back in each round (a load
 change on a shared machine hits both). "ratio" is a figure over its
 in-process (streams) or OIP (embeddings) reference, "of gen." the chat's
 median per-round ratio to generate_stream (tokens/s and req/s: higher is
-better; TTFT: lower is better).
+better; TTFT: lower is better). The "no socket" rows run both streaming
+routes through the server's request path in this process (ComposedServer:
+match, admission, handler, the SSE body read to its end) with no HTTP
+connection: the dialect's own cost beside generate_stream's, without the
+transport's and the client's.
 
     python benchmarks/openai_rows.py        # or: make bench BENCH_ARGS="--only openai"
 """
@@ -37,7 +41,7 @@ import numpy as np
 import orjson
 
 from modelplatform import InferenceRequest, Settings, Tensor
-from modelplatform.testing import InProcessServer, ServerProcess
+from modelplatform.testing import ComposedServer, InProcessServer, ServerProcess, resolved_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 LABEL = "openai"
@@ -171,10 +175,52 @@ async def requests_per_s(server: ServerProcess, path: str, body: bytes, concurre
         return done / (time.perf_counter() - started)
 
 
+HANDLER_CALLS = 30
+
+
+def handler_rows(root: Path) -> list[dict[str, Any]]:
+    """Both streaming routes through the server's whole request path (match, admission,
+    handler, the SSE body read to its end) with no socket: the dialect's own cost per
+    request, without the transport's and the client's."""
+    settings = resolved_settings(
+        model_repository=root, load_models=("tiny_lm",), model_control_mode="explicit"
+    )
+    server = ComposedServer(settings)
+    chat = orjson.dumps({**CHAT, "stream": True})
+    generate = orjson.dumps(GENERATE)
+
+    async def per_request(path: str, body: bytes) -> float:
+        started = time.perf_counter()
+        for _ in range(HANDLER_CALLS):
+            reply = await server.http("POST", path, body, {"content-type": "application/json"})
+            assert reply.status == 200, reply.body
+        return (time.perf_counter() - started) / HANDLER_CALLS * 1000
+
+    async def measure() -> list[tuple[float, float]]:
+        await server.start()
+        try:
+            await per_request("/openai/v1/chat/completions", chat)  # warm
+            return [
+                (await per_request("/v2/models/tiny_lm/generate_stream", generate),
+                 await per_request("/openai/v1/chat/completions", chat))
+                for _ in range(ROUNDS)
+            ]  # fmt: skip
+        finally:
+            await server.close()
+
+    pairs = asyncio.run(measure())
+    generate_ms = statistics.median(g for g, _ in pairs)
+    chat_ms = statistics.median(c for _, c in pairs)
+    ratio = statistics.median(c / g for g, c in pairs)
+    name = f"tiny_lm {TOKENS} tokens, no socket"
+    return [_row(f"{name} generate_stream ms/request", generate_ms, 1.0),
+            _row(f"{name} /chat/completions ms/request", chat_ms, ratio)]  # fmt: skip
+
+
 def rows() -> list[dict[str, Any]]:
     root = repository()
     try:
-        found = []
+        found = handler_rows(root)
         with ServerProcess("--model-repository", str(root)) as server:
             for concurrency in (1, 16):
                 local = [asyncio.run(in_process(root, concurrency)) for _ in range(ROUNDS)]
