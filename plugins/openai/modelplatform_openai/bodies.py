@@ -80,7 +80,11 @@ def completion_request(doc: dict[str, Any]) -> CompletionRequest:
     fields.refuse_others(doc, _SAMPLING | {"prompt"}, _UNSUPPORTED_COMPLETION)
     prompts = fields.texts(doc, "prompt", MAX_N, required=True)
     assert prompts is not None  # required
-    return CompletionRequest(_sampling(doc, None), prompts)
+    sampling = _sampling(doc, None)
+    if len(prompts) * sampling.n > MAX_N:  # one model request each: bound what one body may start
+        raise FieldError(f"Invalid 'n': {len(prompts)} prompts x n = {sampling.n} is over {MAX_N} choices.", "n",
+                         "invalid_value")  # fmt: skip
+    return CompletionRequest(sampling, prompts)
 
 
 def embedding_request(doc: dict[str, Any]) -> EmbeddingRequest:

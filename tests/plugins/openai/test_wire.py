@@ -65,6 +65,11 @@ def test_a_refused_field_is_named_with_openai_error_shape(http, body, param, cod
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
 
 
+def test_prompts_times_n_is_bounded(http):
+    error = _error(http.post("/completions", json={"model": "tiny_lm", "prompt": ["a"] * 10, "n": 13}), 400)
+    assert error["param"] == "n" and "over 128 choices" in error["message"]
+
+
 def test_a_default_value_of_an_unsupported_field_changes_nothing_and_passes(http):
     reply = http.post(
         "/chat/completions", json={**CHAT, "frequency_penalty": 0, "logprobs": False, "user": "u1"}
