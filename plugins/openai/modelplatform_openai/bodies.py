@@ -7,7 +7,7 @@ Chat and completions share the sampling fields: ``n``, ``stop``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import fields
@@ -20,13 +20,15 @@ MAX_SEED = (1 << 63) - 1
 MAX_EMBEDDING_INPUTS = 2048
 _SAMPLING = frozenset({"model", "n", "stop", "max_tokens", "temperature", "top_p", "seed", "user", "stream",
                        "stream_options"})  # fmt: skip
+#: A field with no value that changes nothing: refused unless null.
+_ALWAYS = fields.NO_NEUTRAL_VALUE
 #: Fields OpenAI defines that this server does not implement, with the value that changes nothing.
 _UNSUPPORTED_COMMON = {"frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "logprobs": False,
                        "service_tier": "auto", "metadata": {}, "store": False}  # fmt: skip
 _UNSUPPORTED_CHAT = {**_UNSUPPORTED_COMMON, "top_logprobs": 0, "tools": [], "tool_choice": "none",
                      "parallel_tool_calls": True, "functions": [], "function_call": "none",
-                     "response_format": {"type": "text"}, "modalities": ["text"], "audio": {},
-                     "prediction": {}, "reasoning_effort": {}, "web_search_options": {}}  # fmt: skip
+                     "response_format": {"type": "text"}, "modalities": ["text"], "audio": _ALWAYS,
+                     "prediction": _ALWAYS, "reasoning_effort": _ALWAYS, "web_search_options": _ALWAYS}  # fmt: skip
 _UNSUPPORTED_COMPLETION = {**_UNSUPPORTED_COMMON, "logprobs": 0, "echo": False, "best_of": 1, "suffix": ""}
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _MESSAGE_FIELDS = frozenset({"role", "content", "name"})
@@ -67,7 +69,7 @@ class EmbeddingRequest:
     inputs: list[str]
     base64: bool = False
     user: str | None = None
-    dimensions: int | None = field(default=None)
+    dimensions: int | None = None
 
 
 def chat_request(doc: dict[str, Any]) -> ChatRequest:
@@ -148,7 +150,7 @@ def _message(item: Any, index: int) -> dict[str, str]:
     where = f"messages[{index}]"
     if not isinstance(item, dict):
         raise FieldError(f"Invalid '{where}': expected an object.", where, "invalid_type")
-    fields.refuse_others(item, _MESSAGE_FIELDS, {"tool_calls": [], "refusal": "", "audio": {}})
+    fields.refuse_others(item, _MESSAGE_FIELDS, {"tool_calls": [], "refusal": "", "audio": _ALWAYS})
     role = item.get("role")
     if role not in _ROLES:
         raise FieldError(f"Invalid '{where}.role': expected one of {sorted(_ROLES)}.", f"{where}.role",

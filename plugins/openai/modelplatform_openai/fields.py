@@ -17,6 +17,9 @@ from modelplatform import InvalidArgument
 
 from .errors import FieldError, UnknownParameter, UnsupportedParameter
 
+#: An unsupported field with no value that changes nothing: any value but null is refused.
+NO_NEUTRAL_VALUE = object()
+
 
 def load_object(body: bytes | bytearray) -> dict[str, Any]:
     try:

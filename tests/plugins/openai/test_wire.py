@@ -49,6 +49,7 @@ def test_a_stream_is_sse_data_lines_ending_in_done(http):
     [
         ({**CHAT, "logit_bias": {"1": 5}}, "logit_bias", "unsupported_parameter"),
         ({**CHAT, "tools": [{"type": "function"}]}, "tools", "unsupported_parameter"),
+        ({**CHAT, "reasoning_effort": "low"}, "reasoning_effort", "unsupported_parameter"),
         ({**CHAT, "colour": "blue"}, "colour", "unknown_parameter"),
         ({**CHAT, "temperature": 3}, "temperature", "invalid_value"),
         ({**CHAT, "n": "2"}, "n", "invalid_type"),
