@@ -37,6 +37,12 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer), bare grpc.aio and its floor
     make bench BENCH_ARGS="--only pipelines"
     make bench BENCH_ARGS="--only torchscript"
+    make bench BENCH_ARGS="--only openai"
+
+The "openai" rows (benchmarks/openai_rows.py) time the OpenAI-compatible
+dialect: TTFT and streamed tokens/s over /chat/completions at c1 and c16
+against the same generator model called in process, and /embeddings against
+OIP infer on the same model; each with its ratio to the reference.
 
 The "shm" rows (shm_rows.py) measure identity_fp32 at 1, 16 and 64 MiB
 over HTTP binary and gRPC, then the same with system shared memory for the
@@ -77,6 +83,7 @@ from pathlib import Path
 
 import framework_rows
 import grpc
+import openai_rows
 import peer
 import pipelines
 import rest_dialects
@@ -309,8 +316,11 @@ def main() -> None:
     pipeline_rows = pipelines.rows() if args.only in PIPELINES_LABEL else []
     if pipeline_rows:
         pipelines.print_rows(pipeline_rows)
+    dialect_rows = openai_rows.rows() if args.only in openai_rows.LABEL else []
+    if dialect_rows:
+        openai_rows.print_rows(dialect_rows)
     if args.json:
-        args.json.write_text(json.dumps(results + pipeline_rows, indent=2))
+        args.json.write_text(json.dumps(results + pipeline_rows + dialect_rows, indent=2))
 
 
 def measure_peer(scenario: peer.PeerScenario, grpc_url: str) -> float:

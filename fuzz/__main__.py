@@ -20,7 +20,7 @@ from .worker import atheris_available
 
 #: Kept in step with fuzz.targets.TARGETS (importing it here would load the whole server).
 TARGET_NAMES = ("oip-json", "oip-binary", "oip-grpc", "tfserving-json", "tfserving-grpc",
-                "grps-json", "grps-grpc", "repository", "config-pbtxt")  # fmt: skip
+                "grps-json", "grps-grpc", "openai-json", "repository", "config-pbtxt")  # fmt: skip
 COLUMNS = ("target", "driver", "inputs", "seconds", "exceptions", "5xx", "501")
 
 

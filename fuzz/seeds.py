@@ -237,6 +237,37 @@ def grps_grpc_requests() -> list[grps.GrpsMessage]:
 PYTHON_MODEL = b"class Model:\n    def infer(self, inputs):\n        return {'y': inputs['x']}\n"
 
 
+def openai_bodies() -> dict[str, list[dict[str, Any]]]:
+    """OpenAI-compatible API bodies, by path under the prefix (the example models tiny_lm and tiny_embed)."""
+    chat = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    ]
+    return {
+        "chat/completions": [
+            {"model": "tiny_lm", "messages": chat, "max_tokens": 4, "seed": 1, "n": 2, "stop": ["x"]},
+            {
+                "model": "tiny_lm",
+                "messages": chat,
+                "max_completion_tokens": 3,
+                "temperature": 0.5,
+                "top_p": 0.9,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "user": "u",
+            },
+        ],
+        "completions": [
+            {"model": "tiny_lm", "prompt": ["one two", "three"], "max_tokens": 3, "stop": "the"},
+            {"model": "tiny_lm", "prompt": "once", "max_tokens": 2, "stream": True, "seed": 9},
+        ],
+        "embeddings": [
+            {"model": "tiny_embed", "input": ["a b", "c"], "encoding_format": "float"},
+            {"model": "tiny_embed", "input": "one text", "encoding_format": "base64", "dimensions": 32},
+        ],
+    }
+
+
 def repository_load_bodies() -> list[dict[str, Any]]:
     """Load bodies: a config override of a bundled model, and an uploaded python model (``file:``)."""
     override = {"backend": "python", "max_batch_size": 8,

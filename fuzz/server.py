@@ -35,6 +35,8 @@ MODELS = (
     "identity_bytes",
     "saved_model_half_plus_three",
 )
+#: The OpenAI dialect's example models (model_repository/tiny_*): its target names them in the body.
+OPENAI_MODELS = ("tiny_lm", "tiny_embed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +125,7 @@ class FuzzServer:
             _quiet()
         overrides = {
             "model_repository": REPOSITORY,
-            "load_models": MODELS,
+            "load_models": MODELS + OPENAI_MODELS,
             "model_control_mode": "explicit",
             "allow_file_upload": True,
             **settings,

@@ -151,6 +151,21 @@ def _grps_grpc_seeds() -> list[bytes]:
             for request in seeds.grps_grpc_requests() for index in range(2)]  # fmt: skip
 
 
+# ---- the OpenAI-compatible API: chat, completions and embeddings bodies ----
+
+OPENAI_PATHS = ("chat/completions", "completions", "embeddings")
+
+
+async def _openai(server: FuzzServer, data: bytes) -> Outcome:
+    path, body = _pick(OPENAI_PATHS, data)
+    return await server.http_async("POST", f"/openai/v1/{path}", body, {"content-type": "application/json"})
+
+
+def _openai_seeds() -> list[bytes]:
+    return [_selector(OPENAI_PATHS, path) + orjson.dumps(body)
+            for path, bodies in seeds.openai_bodies().items() for body in bodies]  # fmt: skip
+
+
 # ---- the repository API's load and unload bodies ----
 
 REPOSITORY_CALLS = tuple(
@@ -230,6 +245,12 @@ TARGETS: dict[str, Target] = {
         ),
         Target(
             "grps-grpc", "grps gRPC Predict / PredictStreaming / ModelMetadata", _grps_grpc_seeds, _grps_grpc
+        ),
+        Target(
+            "openai-json",
+            "OpenAI-compatible chat/completions, completions, embeddings (streamed and not)",
+            _openai_seeds,
+            _openai,
         ),
         Target(
             "repository",

@@ -1,0 +1,1 @@
+"""The OpenAI-compatible API: /models, /chat/completions, /completions and /embeddings."""
