@@ -157,6 +157,22 @@ def _shape(rows: list[list[Any]], alias: Alias, name: str) -> list[int]:
     return [len(rows), *item]
 
 
+def serialized_examples(examples: list[Example]) -> np.ndarray:
+    """Each example (its context merged in) as a serialized ``tensorflow.Example``, as TF
+    Serving feeds a SavedModel's classify and regress signatures."""
+    from .protos import tensorflow_pb2  # the gRPC messages: imported when a model needs them
+
+    serialized = np.empty(len(examples), dtype=object)
+    for index, example in enumerate(examples):
+        proto = tensorflow_pb2.Example()
+        for name, feature in example.items():
+            entry = proto.features.feature[name]
+            if feature.kind:
+                getattr(entry, f"{feature.kind}_list").value.extend(feature.values)
+        serialized[index] = proto.SerializeToString(deterministic=True)
+    return serialized
+
+
 def example_from_proto(proto: Any) -> Example:
     """A ``tensorflow.Example`` message as features."""
     example: Example = {}
