@@ -9,6 +9,7 @@ them without importing TensorFlow into the test process:
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chat
 import numpy as np
 import tensorflow as tf
 
+ROOT = Path(__file__).resolve().parents[3]
 #: The bench's MLP: 64 features -> 256 hidden (relu) -> 16 outputs, batch dimension first.
 MLP_IN, MLP_HIDDEN, MLP_OUT = 64, 256, 16
 
@@ -89,22 +91,8 @@ def _v1_export(path: Path, build: Callable[[], dict[str, Any]]) -> None:
 
 
 def half_plus_two(path: Path) -> None:
-    """TF Serving's classic test model: y = 0.5 * x + 2, by predict, classify and regress."""
-
-    def build() -> dict[str, Any]:
-        a, b = tf.Variable(0.5, name="a"), tf.Variable(2.0, name="b")
-        serialized = tf.compat.v1.placeholder(tf.string, name="tf_example")
-        parsed = tf.io.parse_example(serialized, {"x": tf.io.FixedLenFeature([1], tf.float32)})
-        x = tf.identity(parsed["x"], name="x")
-        y = tf.add(tf.multiply(a, x), b, name="y")
-        saved_model = tf.compat.v1.saved_model
-        return {
-            "serving_default": saved_model.predict_signature_def({"x": x}, {"y": y}),
-            "classify_x_to_y": saved_model.classification_signature_def(serialized, None, y),
-            "regress_x_to_y": saved_model.regression_signature_def(serialized, y),
-        }
-
-    _v1_export(path, build)
+    """TF Serving's classic test model, as the bundled one is built (scripts/build_savedmodel.py)."""
+    runpy.run_path(str(ROOT / "scripts" / "build_savedmodel.py"))["build"](path)
 
 
 def classifier(path: Path) -> None:
