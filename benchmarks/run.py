@@ -36,6 +36,7 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only shm"
     make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer), bare grpc.aio and its floor
     make bench BENCH_ARGS="--only pipelines"
+    make bench BENCH_ARGS="--only savedmodel"
 
 The "shm" rows (shm_rows.py) measure identity_fp32 at 1, 16 and 64 MiB
 over HTTP binary and gRPC, then the same with system shared memory for the
@@ -49,6 +50,12 @@ against our server, Triton's own server (when `make triton-peer` installed
 it), a bare grpc.aio echo server and grpc.aio's floor (no work in Python),
 round after round, all serving the same python-backend model files; they
 print a table of their own.
+
+The "savedmodel" rows (savedmodel_rows.py) serve a SavedModel MLP with dynamic
+batching at c1 and c8 over HTTP binary and gRPC; their "ceiling" is the same
+SavedModel called in this process with the batch sizes the server ran (the
+bare framework), so the fraction is the share of bare TensorFlow's throughput
+served.
 
 The "pipelines" rows (benchmarks/pipelines.py) time a nested model call (BLS)
 against calling the inner model directly, in process, and a two-step ensemble
@@ -73,6 +80,7 @@ import grpc
 import peer
 import pipelines
 import rest_dialects
+import savedmodel_rows
 import shm_rows
 import wrk
 
@@ -257,6 +265,7 @@ def main() -> None:
     tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
     peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
     shm = shm_rows.chosen(args.only)
+    savedmodel = savedmodel_rows.chosen(args.only)
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -281,6 +290,10 @@ def main() -> None:
             if shm:
                 results += shm_rows.measure_rows(
                     shm, measure_arguments, repository, args.server_args, max(1, args.repeat)
+                )
+            if savedmodel:
+                results += savedmodel_rows.measure_rows(
+                    savedmodel, measure_arguments, args.server_args, max(1, args.repeat)
                 )
         finally:
             for server_process in canned.values():

@@ -17,11 +17,10 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter
 
-import numpy as np
 import tensorflow as tf
 
 ROOT = Path(__file__).resolve().parents[3]
-#: The bench's MLP: 64 features -> 256 hidden (relu) -> 16 outputs, batch dimension first.
+#: The MLP of the tests: 64 features -> 256 hidden (relu) -> 16 classes, batch dimension first.
 MLP_IN, MLP_HIDDEN, MLP_OUT = 64, 256, 16
 
 
@@ -92,7 +91,11 @@ def _v1_export(path: Path, build: Callable[[], dict[str, Any]]) -> None:
 
 def half_plus_two(path: Path) -> None:
     """TF Serving's classic test model, as the bundled one is built (scripts/build_savedmodel.py)."""
-    runpy.run_path(str(ROOT / "scripts" / "build_savedmodel.py"))["build"](path)
+    _script()["half_plus_two"](path)
+
+
+def _script() -> dict[str, Any]:
+    return runpy.run_path(str(ROOT / "scripts" / "build_savedmodel.py"))
 
 
 def classifier(path: Path) -> None:
@@ -109,25 +112,9 @@ def classifier(path: Path) -> None:
     _v1_export(path, build)
 
 
-class _Mlp(tf.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        rng = np.random.default_rng(0)
-        self.w1 = tf.Variable(rng.standard_normal((MLP_IN, MLP_HIDDEN), np.float32) * 0.1)
-        self.b1 = tf.Variable(np.zeros(MLP_HIDDEN, np.float32))
-        self.w2 = tf.Variable(rng.standard_normal((MLP_HIDDEN, MLP_OUT), np.float32) * 0.1)
-        self.b2 = tf.Variable(np.zeros(MLP_OUT, np.float32))
-
-    @tf.function(input_signature=[tf.TensorSpec([None, MLP_IN], tf.float32, name="INPUT0")])
-    def serve(self, INPUT0: tf.Tensor) -> dict[str, tf.Tensor]:
-        hidden = tf.nn.relu(INPUT0 @ self.w1 + self.b1)
-        return {"OUTPUT0": hidden @ self.w2 + self.b2}
-
-
 def mlp(path: Path) -> None:
-    """The bench's MLP (the same shape as the TorchScript one)."""
-    module = _Mlp()
-    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
+    """The bench's kind of MLP (scripts/build_savedmodel.py), small: 64 features -> 16 classes."""
+    _script()["mlp"](path, MLP_IN, MLP_HIDDEN, MLP_OUT)
 
 
 BUILDERS: dict[str, Callable[[Path], None]] = {
