@@ -22,7 +22,7 @@ from modelplatform.datatypes import element_count, numpy_dtype
 from .errors import format_error, json_type, quote
 from .json_tensors import decode_b64, is_b64
 from .limits import Limits
-from .signatures import Alias
+from .signatures import Alias, Signature
 from .tf_types import TYPE_STRINGS
 
 INT64_MAX = 2**63 - 1
@@ -95,6 +95,14 @@ def _append(feature: Feature, name: str, kind: str, value: Any) -> None:
 
 
 # ---- features -> model inputs ----
+
+
+def signature_inputs(examples: list[Example], signature: Signature, limits: Limits) -> dict[str, np.ndarray]:
+    """What a classify or regress signature takes: the examples serialized into its one
+    string input (a SavedModel's, ``"examples": "serialized"``), else features by tensor name."""
+    if signature.serialized_examples:
+        return {signature.inputs[0].spec.name: serialized_examples(examples)}
+    return inputs_from_examples(examples, signature.inputs, limits)
 
 
 def inputs_from_examples(
