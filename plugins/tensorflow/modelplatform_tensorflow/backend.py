@@ -126,6 +126,11 @@ class TensorFlowBackend(Backend):
         self.phases.outputs_started()
         names = self._routing.outputs[signature]
         wanted = None if request.outputs is None else {o.name for o in request.outputs}
+        if wanted is not None and not wanted <= set(names.values()):
+            raise InvalidArgument(
+                f"model '{self.config.name}': output(s) {sorted(wanted - set(names.values()))} "
+                f"are not outputs of signature '{signature}'"
+            )
         return {
             names[alias]: value
             for alias, value in results.items()

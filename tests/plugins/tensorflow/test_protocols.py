@@ -113,6 +113,9 @@ def test_signatures_do_not_mix_and_the_model_keeps_serving(tf_server):
     status, body = _refused(url, {"inputs": [affine_x]})
     assert status == 400
     assert "signature 'affine' needs input(s) ['bias']" in body
+    status, body = _refused(url, {"inputs": [x], "outputs": [{"name": "affine/sum"}]})
+    assert status == 400
+    assert "['affine/sum'] are not outputs of signature 'serving_default'" in body
     assert _post(url, {"inputs": [x]})["outputs"][0]["data"] == [2.0, 4.0, 6.0]
 
 
