@@ -25,7 +25,7 @@ from modelplatform import (
     Tensor,
     hookimpl,
 )
-from modelplatform.models.repository import scan, version_number
+from modelplatform.models.repository import is_model_folder, scan, version_number
 from modelplatform.testing import InProcessServer, free_port
 
 CONFIG = """backend: "folder_tag"
@@ -85,6 +85,14 @@ def test_scan_keeps_each_versions_folder(tmp_path: Path) -> None:
     assert entry.version_dir(1700000000) == tmp_path / "tagged" / "1700000000"
     assert entry.folders[7] == "007"  # the first by name; "7" is reported
     assert [e["entry"] for e in logs if e["event"] == "repository_entry_ignored"] == ["7"]
+
+
+def test_a_folder_of_versions_is_one_model(tmp_path: Path) -> None:
+    write_versions(tmp_path, ["00000042", "1700000000"])
+    assert not is_model_folder(tmp_path)  # a repository: its folder "tagged" is no version
+    assert is_model_folder(tmp_path / "tagged")  # TF Serving's model base path
+    assert not is_model_folder(tmp_path / "tagged" / "00000042")  # no folders at all
+    assert not is_model_folder(tmp_path / "absent")
 
 
 async def test_each_version_is_served_from_its_own_folder(tmp_path: Path) -> None:

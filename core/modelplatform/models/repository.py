@@ -46,6 +46,15 @@ def scan(root: Path) -> dict[str, ModelEntry]:
     return entries
 
 
+def is_model_folder(root: Path) -> bool:
+    """Whether ``root`` is one model's folder rather than a repository (TF Serving's model
+    base path): it holds version folders and no other folder."""
+    if not root.is_dir():
+        return False
+    folders = [c for c in root.iterdir() if c.is_dir() and not c.name.startswith(".")]
+    return bool(folders) and all(version_number(c.name) is not None for c in folders)
+
+
 def model_names(root: Path) -> list[str]:
     """The model folders under ``root``, without reading them (the index calls this often)."""
     if not root.is_dir():
