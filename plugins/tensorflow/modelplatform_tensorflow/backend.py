@@ -52,8 +52,9 @@ class TensorFlowBackend(Backend):
     )
 
     _loaded: Any = None
-    _functions: dict[str, Any] = {}
-    _routing: Routing = Routing("", {}, {})
+    #: The served signatures' functions by name, and how tensor names reach them (set by load()).
+    _functions: dict[str, Any]
+    _routing: Routing
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

@@ -89,13 +89,12 @@ def complete(
     max_batch = _max_batch_size(config, served, declared, served_as_is)
     data = config.to_json()
     data["max_batch_size"] = max_batch
-    if not config.platform and not config.backend:
-        data["platform"] = PLATFORM
+    data["platform"] = data.get("platform") or PLATFORM
     data["backend"] = data.get("backend") or "tensorflow"
     if not declared:
         optional = len(served) > 1
-        data["input"] = [_spec(config, s, t, primary, max_batch, optional) for s in served for t in s.inputs]
-        data["output"] = [_spec(config, s, t, primary, max_batch, False) for s in served for t in s.outputs]
+        data["input"] = [_spec(s, t, primary, max_batch, optional) for s in served for t in s.inputs]
+        data["output"] = [_spec(s, t, primary, max_batch, False) for s in served for t in s.outputs]
     parameters = data.setdefault("parameters", {})
     parameters.setdefault(TFSERVING_SIGNATURES, {"string_value": _tfserving_signatures(served, routing)})
     parameters.setdefault(TFSERVING_SIGNATURE_DEF, {"string_value": _signature_defs(found, served)})
@@ -148,7 +147,7 @@ def _max_batch_size(
 
 
 def _spec(
-    config: ModelConfig, sig: Signature, tensor: SignatureTensor, primary: str, max_batch: int, optional: bool
+    sig: Signature, tensor: SignatureTensor, primary: str, max_batch: int, optional: bool
 ) -> dict[str, Any]:
     dims = tensor.shape[1:] if max_batch > 0 else tensor.shape
     spec: dict[str, Any] = {
