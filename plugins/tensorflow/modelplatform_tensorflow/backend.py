@@ -62,7 +62,8 @@ class TensorFlowBackend(Backend):
 
     async def load(self) -> None:
         export_dir, as_is = self._export_dir()
-        found = await asyncio.to_thread(signature_defs.read, self.config.name, export_dir)
+        tag = self.config.parameters.get(completion.GRAPH_TAG_PARAMETER, "")
+        found = await asyncio.to_thread(signature_defs.read, self.config.name, export_dir, tag)
         self.config, self._routing = completion.complete(self.config, found, served_as_is=as_is)
         self._loaded = await asyncio.to_thread(_load_saved_model, self.config.name, export_dir, found.tags)
         served = {r.signature for r in self._routing.inputs.values()} | set(self._routing.outputs)

@@ -36,6 +36,7 @@ from .signature_defs import CLASSIFY, PREDICT, REGRESS, SavedModelSignatures, Si
 
 PLATFORM = "tensorflow_savedmodel"
 SIGNATURE_PARAMETER = "TF_SIGNATURE_DEF"
+GRAPH_TAG_PARAMETER = "TF_GRAPH_TAG"
 DEFAULT_SIGNATURE = "serving_default"
 #: Triton's max_batch_size for an auto-completed model whose batch dimension is dynamic.
 DEFAULT_MAX_BATCH_SIZE = 4

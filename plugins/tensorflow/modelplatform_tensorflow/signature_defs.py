@@ -1,8 +1,8 @@
 """What a SavedModel's signatures declare, read from its ``saved_model.pb``.
 
 The file is TensorFlow's ``SavedModel`` message; the meta graph tagged
-``serve`` (TF Serving's and Triton's choice) holds the ``signature_def``
-map. Each signature becomes a :class:`Signature` of plain values, and the map
+``serve`` (TF Serving's and Triton's choice; Triton's model parameter
+``TF_GRAPH_TAG`` names another) holds the ``signature_def`` map. Each signature becomes a :class:`Signature` of plain values, and the map
 is also kept as the protobuf JSON TF Serving's metadata API prints. A tensor
 whose rank is unknown (a TF1 placeholder without a shape) is one dimension
 of any size: what TF Serving feeds serialized examples and instance lists as.
@@ -80,8 +80,9 @@ class SavedModelSignatures:
     signature_def_json: str
 
 
-def read(model: str, export_dir: Path) -> SavedModelSignatures:
-    """The serving meta graph's signatures; needs TensorFlow (its protobuf messages)."""
+def read(model: str, export_dir: Path, tag: str = "") -> SavedModelSignatures:
+    """The signatures of the meta graph tagged ``tag`` (by default ``serve``, else the first
+    graph); needs TensorFlow (its protobuf messages)."""
     from tensorflow.core.protobuf import saved_model_pb2  # heavy: only when a model loads
 
     saved_model = saved_model_pb2.SavedModel()
@@ -91,7 +92,7 @@ def read(model: str, export_dir: Path) -> SavedModelSignatures:
         raise InvalidArgument(
             f"model '{model}': {export_dir / SAVED_MODEL_FILE} is not a SavedModel: {error}"
         ) from None
-    meta_graph = _serving_meta_graph(model, saved_model)
+    meta_graph = _meta_graph(model, saved_model, tag)
     signatures = {
         name: _signature(model, name, sig)
         for name, sig in sorted(meta_graph.signature_def.items())
@@ -104,13 +105,16 @@ def read(model: str, export_dir: Path) -> SavedModelSignatures:
     )
 
 
-def _serving_meta_graph(model: str, saved_model: Any) -> Any:
+def _meta_graph(model: str, saved_model: Any, tag: str) -> Any:
     graphs = list(saved_model.meta_graphs)
     if not graphs:
         raise InvalidArgument(f"model '{model}': the SavedModel holds no meta graph")
     for graph in graphs:
-        if SERVE_TAG in graph.meta_info_def.tags:
+        if (tag or SERVE_TAG) in graph.meta_info_def.tags:
             return graph
+    if tag:
+        tags = sorted({t for g in graphs for t in g.meta_info_def.tags})
+        raise InvalidArgument(f"model '{model}': no meta graph is tagged '{tag}' (tags: {tags})")
     return graphs[0]
 
 

@@ -8,8 +8,10 @@ both layouts and TF Serving's version folder names:
   (several signatures), ``regress/1700000000`` (a TF2 regression signature),
   ``half_plus_two/1`` (TF Serving's classic TF1 model), ``classifier/1``;
 - Triton's layout: ``mlp/1/model.savedmodel`` (``max_batch_size: 64``, dynamic
-  batching) and ``affine_only/1/model.savedmodel`` (``multi`` with
-  ``TF_SIGNATURE_DEF: "affine"``).
+  batching), ``affine_only/1/model.savedmodel`` (``multi`` with
+  ``TF_SIGNATURE_DEF: "affine"``), and one export with two meta graphs served
+  twice: ``doubled`` (the ``serve`` graph) and ``tripled`` (``TF_GRAPH_TAG:
+  "triple"``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ MLP_CONFIG = """platform: "tensorflow_savedmodel"
 max_batch_size: 64
 dynamic_batching { max_queue_delay_microseconds: 2000 }
 """
+TRIPLED_CONFIG = """platform: "tensorflow_savedmodel"
+parameters { key: "TF_GRAPH_TAG" value { string_value: "triple" } }
+"""
 AFFINE_CONFIG = """platform: "tensorflow_savedmodel"
 parameters { key: "TF_SIGNATURE_DEF" value { string_value: "affine" } }
 """
@@ -42,6 +47,7 @@ EXPORTS = {
     "half_plus_two": "half_plus_two/1",
     "classifier": "classifier/1",
     "mlp": "mlp/1/model.savedmodel",
+    "two_graphs": "tripled/1/model.savedmodel",
 }
 
 
@@ -59,6 +65,8 @@ def tf_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tf_repository")
     export(root, EXPORTS)
     (root / "mlp" / "config.pbtxt").write_text(MLP_CONFIG)
+    (root / "tripled" / "config.pbtxt").write_text(TRIPLED_CONFIG)
+    shutil.copytree(root / "tripled" / "1", root / "doubled" / "1")  # the same export, the serve graph
     shutil.copytree(root / "multi" / "00000042", root / "affine_only" / "1" / "model.savedmodel")
     (root / "affine_only" / "config.pbtxt").write_text(AFFINE_CONFIG)
     return root

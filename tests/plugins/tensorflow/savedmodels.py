@@ -112,6 +112,25 @@ def classifier(path: Path) -> None:
     _v1_export(path, build)
 
 
+def two_graphs(path: Path) -> None:
+    """One SavedModel, two meta graphs: ``serve`` doubles ``x``, ``triple`` triples it."""
+
+    def graph(factor: float) -> dict[str, Any]:
+        x = tf.compat.v1.placeholder(tf.float32, [None], name="x")
+        y = tf.multiply(x, tf.constant(factor), name="y")  # no variable: the graphs share one checkpoint
+        return {"serving_default": tf.compat.v1.saved_model.predict_signature_def({"x": x}, {"y": y})}
+
+    builder = tf.compat.v1.saved_model.Builder(str(path))
+    for tags, factor in ((["serve"], 2.0), (["triple"], 3.0)):
+        with tf.Graph().as_default() as g, tf.compat.v1.Session(graph=g) as session:
+            signatures = graph(factor)
+            if tags == ["serve"]:
+                builder.add_meta_graph_and_variables(session, tags, signature_def_map=signatures)
+            else:
+                builder.add_meta_graph(tags, signature_def_map=signatures)
+    builder.save()
+
+
 def mlp(path: Path) -> None:
     """The bench's kind of MLP (scripts/build_savedmodel.py), small: 64 features -> 16 classes."""
     _script()["mlp"](path, MLP_IN, MLP_HIDDEN, MLP_OUT)
@@ -124,6 +143,7 @@ BUILDERS: dict[str, Callable[[Path], None]] = {
     "half_plus_two": half_plus_two,
     "classifier": classifier,
     "mlp": mlp,
+    "two_graphs": two_graphs,
 }
 
 

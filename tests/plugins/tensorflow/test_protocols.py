@@ -139,6 +139,13 @@ def test_triton_layout_with_a_chosen_signature(tf_server):
     assert [(o["name"], o["data"]) for o in answer["outputs"]] == [("sum", [5.0])]
 
 
+def test_the_graph_tag_parameter_chooses_the_meta_graph(tf_server):
+    body = {"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1, 2]}]}
+    doubled = _post(f"http://{tf_server.http_url}/v2/models/doubled/infer", body)
+    tripled = _post(f"http://{tf_server.http_url}/v2/models/tripled/infer", body)
+    assert (doubled["outputs"][0]["data"], tripled["outputs"][0]["data"]) == ([2.0, 4.0], [3.0, 6.0])
+
+
 def test_dynamic_batching_joins_concurrent_requests(tf_server):
     rows = np.random.default_rng(1).standard_normal((48, 64)).astype(np.float32)
     url = f"http://{tf_server.http_url}/v2/models/mlp/infer"
