@@ -63,6 +63,7 @@ protos: $(STAMP)
 	$(PROTOC) --python_out=plugins/grps --pyi_out=plugins/grps --grpc_python_out=plugins/grps protos/modelplatform_grps/protos/grps.proto
 	$(PROTOC) --python_out=plugins/tfserving --pyi_out=plugins/tfserving protos/modelplatform_tfserving/protos/*.proto
 	$(PROTOC) --grpc_python_out=plugins/tfserving protos/modelplatform_tfserving/protos/services.proto
+	$(BIN)/python scripts/private_proto_pool.py plugins/tfserving/modelplatform_tfserving/protos modelplatform_tfserving.protos
 
 venv: $(BIN)/python
 

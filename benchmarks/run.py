@@ -37,6 +37,7 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer), bare grpc.aio and its floor
     make bench BENCH_ARGS="--only pipelines"
     make bench BENCH_ARGS="--only torchscript"
+    make bench BENCH_ARGS="--only savedmodel"
     make bench BENCH_ARGS="--only openai"
 
 The "openai" rows (benchmarks/openai_rows.py) time the OpenAI-compatible
@@ -61,6 +62,12 @@ The "torchscript" rows (framework_rows.py) serve a TorchScript MLP with dynamic
 batching at c1 and c8 over HTTP binary and gRPC; their "ceiling" is the same
 module called in this process with the batch sizes the server ran (the bare
 framework), so the fraction is the share of bare torch's throughput served.
+
+The "savedmodel" rows (savedmodel_rows.py) serve a SavedModel MLP with dynamic
+batching at c1 and c8 over HTTP binary and gRPC; their "ceiling" is the same
+SavedModel called in this process with the batch sizes the server ran (the
+bare framework), so the fraction is the share of bare TensorFlow's throughput
+served.
 
 The "pipelines" rows (benchmarks/pipelines.py) time a nested model call (BLS)
 against calling the inner model directly, in process, and a two-step ensemble
@@ -87,6 +94,7 @@ import openai_rows
 import peer
 import pipelines
 import rest_dialects
+import savedmodel_rows
 import shm_rows
 import wrk
 
@@ -272,6 +280,7 @@ def main() -> None:
     peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
     shm = shm_rows.chosen(args.only)
     framework = framework_rows.chosen(args.only)
+    savedmodel = savedmodel_rows.chosen(args.only)
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -300,6 +309,10 @@ def main() -> None:
             if framework:
                 results += framework_rows.measure_rows(
                     framework, measure_arguments, args.server_args, max(1, args.repeat)
+                )
+            if savedmodel:
+                results += savedmodel_rows.measure_rows(
+                    savedmodel, measure_arguments, args.server_args, max(1, args.repeat)
                 )
         finally:
             for server_process in canned.values():

@@ -30,6 +30,7 @@ from modelplatform.base.resolution import Warn
 from modelplatform.base.settings import Settings
 from modelplatform.composition import options
 from modelplatform.composition.cli_help import PanelledCommand
+from modelplatform.composition.model_folder import as_repository
 from modelplatform.composition.plugins import build_plugin_manager
 from modelplatform.models import repository
 from modelplatform.models.remote_repository import RepositorySource, open_repository
@@ -125,7 +126,8 @@ def _serve(config: Path | None, **flags: Any) -> None:
     settings, remote = _opened(settings)  # a remote repository's client may start threads
     _require_repository(settings, flags.get("model_repository"))
     try:
-        run(settings, remote, security if settings.workers == 1 else None)
+        with as_repository(settings) as served:  # a model base path: that one model
+            run(served, remote, security if settings.workers == 1 else None)
     finally:
         if remote is not None:
             remote.close()

@@ -122,7 +122,7 @@ class Loader:
                 raise InvalidArgument(f"backend '{cls.kind}' is unavailable: {reason}")
             if has_reshape(mv.config):  # Triton's reshape, around every backend alike
                 cls = reshaping(cls)
-            await _start_instances(mv, cls, model_dir / str(mv.version), self.dataplane)
+            await _start_instances(mv, cls, mv.version_dir(model_dir), self.dataplane)
             mv.labels = read_labels(mv.config, model_dir)
             mv.stats = self._latency_buckets.new_stats(mv.name, mv.version_str)
             mv.cache = self._version_cache(mv)
@@ -159,10 +159,11 @@ def _planned(name: str, model_dir: Path, override: dict[str, Any] | None) -> lis
     if not model_dir.is_dir():
         raise ModelNotFound(name)
     config = model_config.read_config(model_dir, override, name)
-    wanted = config.version_policy.select(list(repository.read_model(model_dir).versions))
+    entry = repository.read_model(model_dir)
+    wanted = config.version_policy.select(list(entry.versions))
     if not wanted:
         raise InvalidArgument("no version folder matches the version policy")
-    return [ModelVersion(name, v, ModelState.LOADING, config) for v in wanted]
+    return [ModelVersion(name, v, ModelState.LOADING, config, folder=entry.folders[v]) for v in wanted]
 
 
 def _unchanged(model: ModelRecord, source: Source) -> bool:

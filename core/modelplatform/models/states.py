@@ -43,6 +43,8 @@ class ModelVersion:
     state: ModelState
     config: ModelConfig
     reason: str = ""
+    #: The version folder's name as on disk ("" when it is the plain number).
+    folder: str = ""
     instances: list[Backend] = field(default_factory=list)
     scheduler: Scheduler | None = None
     stats: ModelStats | None = None
@@ -62,6 +64,10 @@ class ModelVersion:
         if rules is None or rules.config is not self.config:
             rules = self._rules = RequestRules(self.config)
         return rules
+
+    def version_dir(self, model_dir: Path) -> Path:
+        """The folder this version is read from, inside ``model_dir``."""
+        return model_dir / (self.folder or str(self.version))
 
     @property
     def accepts_device_memory(self) -> bool:

@@ -58,7 +58,7 @@ async def warm_up(mv: ModelVersion, model_dir: Path, plugins: WarmupSource | Non
 def gather_samples(mv: ModelVersion, model_dir: Path, plugins: WarmupSource | None) -> list[Sample]:
     """The config's samples, then the plugins'; each checked against the model's inputs."""
     samples = triton_samples(mv.config, model_dir)
-    version_dir = model_dir / str(mv.version)
+    version_dir = mv.version_dir(model_dir)
     found = plugins(mv.name, mv.version, version_dir, mv.config) if plugins else None
     samples += [Sample(r.id or f"#{i}", r) for i, r in enumerate(found or ())]
     for sample in samples:

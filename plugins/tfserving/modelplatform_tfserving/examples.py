@@ -22,7 +22,7 @@ from modelplatform.datatypes import element_count, numpy_dtype
 from .errors import format_error, json_type, quote
 from .json_tensors import decode_b64, is_b64
 from .limits import Limits
-from .signatures import Alias
+from .signatures import Alias, Signature
 from .tf_types import TYPE_STRINGS
 
 INT64_MAX = 2**63 - 1
@@ -97,6 +97,14 @@ def _append(feature: Feature, name: str, kind: str, value: Any) -> None:
 # ---- features -> model inputs ----
 
 
+def signature_inputs(examples: list[Example], signature: Signature, limits: Limits) -> dict[str, np.ndarray]:
+    """What a classify or regress signature takes: the examples serialized into its one
+    string input (a SavedModel's, ``"examples": "serialized"``), else features by tensor name."""
+    if signature.serialized_examples:
+        return {signature.inputs[0].spec.name: serialized_examples(examples)}
+    return inputs_from_examples(examples, signature.inputs, limits)
+
+
 def inputs_from_examples(
     examples: list[Example], aliases: tuple[Alias, ...], limits: Limits
 ) -> dict[str, np.ndarray]:
@@ -155,6 +163,22 @@ def _shape(rows: list[list[Any]], alias: Alias, name: str) -> list[int]:
             f"Values size: {width} but output shape: {item}"
         )
     return [len(rows), *item]
+
+
+def serialized_examples(examples: list[Example]) -> np.ndarray:
+    """Each example (its context merged in) as a serialized ``tensorflow.Example``, as TF
+    Serving feeds a SavedModel's classify and regress signatures."""
+    from .protos import tensorflow_pb2  # the gRPC messages: imported when a model needs them
+
+    serialized = np.empty(len(examples), dtype=object)
+    for index, example in enumerate(examples):
+        proto = tensorflow_pb2.Example()
+        for name, feature in example.items():
+            entry = proto.features.feature[name]
+            if feature.kind:
+                getattr(entry, f"{feature.kind}_list").value.extend(feature.values)
+        serialized[index] = proto.SerializeToString(deterministic=True)
+    return serialized
 
 
 def example_from_proto(proto: Any) -> Example:

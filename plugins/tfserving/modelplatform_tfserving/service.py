@@ -24,7 +24,7 @@ from modelplatform import (
 )
 
 from .errors import servable_not_found
-from .examples import Example, inputs_from_examples
+from .examples import Example, signature_inputs
 from .limits import Limits
 from .servables import Selector, servable, signature
 from .signatures import CLASSIFY, REGRESS, Alias, Signature, signature_cache
@@ -92,7 +92,7 @@ class TfService:
     async def _examples(
         self, target: Resolved, examples: list[Example], outputs: list[Alias]
     ) -> dict[str, np.ndarray]:
-        arrays = inputs_from_examples(examples, target.signature.inputs, self.limits)
+        arrays = signature_inputs(examples, target.signature, self.limits)
         specs = {a.spec.name: a.spec for a in target.signature.inputs}
         tensors = [Tensor(n, specs[n].datatype, tuple(a.shape), a) for n, a in arrays.items()]
         return await self._run(target.model, tensors, outputs)

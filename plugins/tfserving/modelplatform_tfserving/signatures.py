@@ -9,7 +9,12 @@ the core's configuration stays Triton's::
     parameters { key: "tfserving.labels" value { string_value: '{"stable": 123}' } }
 
 Each signature maps aliases (what TF Serving clients name) to the model's
-tensor names. Without a declaration, ``serving_default`` predicts over every
+tensor names. A classify or regress signature with ``"examples": "serialized"``
+takes its examples as TF Serving feeds a SavedModel: serialized
+``tensorflow.Example`` messages in its one string input; without it, each
+example feature feeds the input of its name. ``tfserving.signature_def``
+(optional) is the model's own ``signature_def`` map as protobuf JSON, which
+the metadata APIs then answer as it is (the tensorflow backend sets both). Without a declaration, ``serving_default`` predicts over every
 input and output under its own name. Parsed once per loaded configuration,
 in a cache each server owns (:func:`signature_cache`): two servers in one
 process never share one.
@@ -25,6 +30,8 @@ from modelplatform import Internal, ModelConfig, ServerContext, TensorSpec, Vers
 
 SIGNATURES_KEY = "tfserving.signatures"
 LABELS_KEY = "tfserving.labels"
+SIGNATURE_DEF_KEY = "tfserving.signature_def"
+SERIALIZED = "serialized"
 DEFAULT_SIGNATURE = "serving_default"
 PREDICT = "tensorflow/serving/predict"
 CLASSIFY = "tensorflow/serving/classify"
@@ -48,6 +55,8 @@ class Signature:
     method_name: str
     inputs: tuple[Alias, ...]
     outputs: tuple[Alias, ...]
+    #: Examples reach the one input as serialized tf.Example messages.
+    serialized_examples: bool = False
 
     def input_names(self) -> list[str]:
         return [a.alias for a in self.inputs]
@@ -57,6 +66,8 @@ class Signature:
 class ModelSignatures:
     signatures: dict[str, Signature]
     labels: dict[str, str]
+    #: The model's own ``signature_def`` map (protobuf JSON), when it declares one.
+    signature_def: dict[str, Any] | None = None
 
 
 class SignatureCache:
@@ -99,7 +110,8 @@ def parse(config: ModelConfig) -> ModelSignatures:
         if declared
         else {DEFAULT_SIGNATURE: _default(config)}
     )
-    return ModelSignatures(signatures, _labels(config, _load_json(config, LABELS_KEY)))
+    labels = _labels(config, _load_json(config, LABELS_KEY))
+    return ModelSignatures(signatures, labels, _load_json(config, SIGNATURE_DEF_KEY) or None)
 
 
 def _load_json(config: ModelConfig, key: str) -> dict[str, Any]:
@@ -133,7 +145,10 @@ def _signature(config: ModelConfig, name: str, body: Any) -> Signature:
         raise _bad(config, SIGNATURES_KEY, f"signature '{name}' has unknown method_name {method!r}")
     inputs = _aliases(config, name, body.get("inputs"), config.input_spec, "input")
     outputs = _aliases(config, name, body.get("outputs"), config.output_spec, "output")
-    return Signature(name, method, inputs, outputs)
+    serialized = body.get("examples", "") == SERIALIZED
+    if serialized and (len(inputs) != 1 or inputs[0].spec.datatype != "BYTES"):
+        raise _bad(config, SIGNATURES_KEY, f"signature '{name}': serialized examples need one string input")
+    return Signature(name, method, inputs, outputs, serialized)
 
 
 def _aliases(config: ModelConfig, name: str, mapping: Any, lookup: Any, kind: str) -> tuple[Alias, ...]:

@@ -29,7 +29,7 @@ from modelplatform import (
     hookimpl,
 )
 
-from .examples import examples_of, inputs_from_examples
+from .examples import examples_of, signature_inputs
 from .grpc.tensor_proto import to_array
 from .protos import prediction_log_pb2 as logs
 from .signatures import (
@@ -131,7 +131,7 @@ def _predict(model: str, sig: Signature, request: Any) -> InferenceRequest:
 
 
 def _from_examples(model: str, sig: Signature, request_input: Any) -> InferenceRequest:
-    arrays = inputs_from_examples(examples_of(request_input), sig.inputs, _LIMITS)
+    arrays = signature_inputs(examples_of(request_input), sig, _LIMITS)
     datatypes = {a.spec.name: a.spec.datatype for a in sig.inputs}
     tensors = [Tensor(n, datatypes[n], tuple(a.shape), a) for n, a in arrays.items()]
     return InferenceRequest(model, tensors)

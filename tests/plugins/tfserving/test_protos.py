@@ -21,6 +21,8 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
     sources = sorted(str(p) for p in (PROTOS / PACKAGE).glob("*.proto"))
     _protoc(tmp_path, f"--python_out={tmp_path}", f"--pyi_out={tmp_path}", *sources)
     _protoc(tmp_path, f"--grpc_python_out={tmp_path}", str(PROTOS / PACKAGE / "services.proto"))
+    private_pool = [sys.executable, str(ROOT / "scripts" / "private_proto_pool.py")]
+    subprocess.run([*private_pool, str(tmp_path / PACKAGE), "modelplatform_tfserving.protos"], check=True)
     fresh = {p.name: p.read_text() for p in (tmp_path / PACKAGE).iterdir()}
     committed = {
         p.name: p.read_text()

@@ -110,8 +110,7 @@ class PredictionServicer(services.PredictionServiceServicer):
                 raise InvalidArgument(f"Metadata field {name} is not supported")
         target = self.service.resolve(selector(request.model_spec), "")
         response = apis.GetModelMetadataResponse(model_spec=model_spec(target, ""))
-        signatures = self.service.signatures.of(target.model).signatures
-        response.metadata[SIGNATURE_DEF].Pack(signature_def_map(signatures))
+        response.metadata[SIGNATURE_DEF].Pack(signature_def_map(self.service.signatures.of(target.model)))
         return response
 
     async def MultiInference(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

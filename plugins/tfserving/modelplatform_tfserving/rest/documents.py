@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..servables import VersionStatus
-from ..signatures import Alias, Signature
+from ..signatures import Alias, ModelSignatures, Signature
 from ..tf_types import DT_NAMES
 
 
@@ -30,13 +30,18 @@ def _version_status(status: VersionStatus) -> dict[str, Any]:
     }
 
 
-def metadata_json(name: str, version: str, signatures: dict[str, Signature]) -> dict[str, Any]:
-    """GetModelMetadataResponse with its doubled ``signature_def`` key (B4)."""
+def metadata_json(name: str, version: str, declared: ModelSignatures) -> dict[str, Any]:
+    """GetModelMetadataResponse with its doubled ``signature_def`` key (B4).
+
+    The model's own ``signature_def`` map when it declares one (a SavedModel's,
+    printed by protobuf as TF Serving prints it), else one built from the aliases.
+    """
+    signature_defs = declared.signature_def
+    if signature_defs is None:
+        signature_defs = {n: _signature_def(s) for n, s in declared.signatures.items()}
     return {
         "model_spec": {"name": name, "signature_name": "", "version": version},
-        "metadata": {
-            "signature_def": {"signature_def": {n: _signature_def(s) for n, s in signatures.items()}}
-        },
+        "metadata": {"signature_def": {"signature_def": signature_defs}},
     }
 
 

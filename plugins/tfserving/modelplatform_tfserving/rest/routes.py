@@ -77,8 +77,8 @@ class TfRoutes:
 
     def _metadata(self, selector: Selector) -> dict[str, Any]:
         target = self.service.resolve(selector, "")
-        signatures = self.service.signatures.of(target.model).signatures
-        return documents.metadata_json(selector.name, target.model.version, signatures)
+        declared = self.service.signatures.of(target.model)
+        return documents.metadata_json(selector.name, target.model.version, declared)
 
     def _all_models(self) -> dict[str, Any]:
         """Extension: every model and its versions (TF Serving answers 400 here)."""

@@ -1,0 +1,1 @@
+"""modelplatform backend for TensorFlow SavedModels."""
