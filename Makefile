@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTOC := $(BIN)/python -m grpc_tools.protoc -Iprotos
 SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: triton-peer serve test test-gpu bench soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus image-base image image-gpu image-test
+.PHONY: triton-peer serve test test-gpu bench bench-gpu soak fuzz protos lint clean venv perf-analyzer chromium wrk prometheus image-base image image-gpu image-test
 
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
@@ -21,9 +21,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test-gpu: $(STAMP)
+# The GPU path on a CUDA machine (README "GPU tests"); a lent machine without a registry runs the
+# same through scripts/gpu/device_run.sh.
+test-gpu: $(STAMP) perf-analyzer
 	$(BIN)/pip install -q -r requirements/gpu.txt
 	$(BIN)/python -m pytest -m gpu $(PYTEST_ARGS)
+
+bench-gpu: $(STAMP) perf-analyzer
+	$(BIN)/pip install -q -r requirements/gpu.txt
+	cd benchmarks && ../$(BIN)/python gpu.py $(BENCH_ARGS)
 
 bench: $(STAMP) perf-analyzer wrk
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
