@@ -80,7 +80,7 @@ class Identity:
         return torch.jit.script(Copy())
 
 
-def write_repository(folder: Path, rounds: int, size: int) -> Path:
+def write_repository(folder: Path, rounds: int, size: int, instances: int = 2) -> Path:
     import torch
 
     busy = folder / "gpu_busy"
@@ -95,7 +95,7 @@ def write_repository(folder: Path, rounds: int, size: int) -> Path:
             input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: [ {size} ] }} ]
             output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ {size} ] }} ]
             dynamic_batching {{ max_queue_delay_microseconds: 200 }}
-            instance_group [ {{ kind: KIND_GPU count: 2 gpus: [ 0 ] }} ]
+            instance_group [ {{ kind: KIND_GPU count: {instances} gpus: [ 0 ] }} ]
             """
         )
     )
@@ -168,11 +168,39 @@ def perf(model: str, protocol: str, url: str, concurrency: int, *extra: str) -> 
     return measure_arguments(f"{model} {protocol} c{concurrency}", arguments, window_ms=1000)
 
 
+def model_statistics(server: ServerProcess, model: str) -> dict:
+    """The statistics extension's counters for ``model`` (Triton's shape)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{server.http_url}/v2/models/{model}/stats", timeout=10) as answer:
+        return dict(json.load(answer)["model_stats"][0])
+
+
+def where_the_time_went(before: dict, after: dict) -> dict:
+    """Mean batch the server ran, and per execution: queue wait and the three compute phases (ms)."""
+    executions = after["execution_count"] - before["execution_count"]
+    inferences = after["inference_count"] - before["inference_count"]
+    requests = after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"]
+
+    def ms(phase: str, per: int) -> float:
+        spent = after["inference_stats"][phase]["ns"] - before["inference_stats"][phase]["ns"]
+        return spent / max(per, 1) / 1e6
+
+    return {
+        "mean_batch": inferences / max(executions, 1),
+        "queue_ms_per_request": ms("queue", requests),
+        "compute_input_ms": ms("compute_input", executions),
+        "compute_infer_ms": ms("compute_infer", executions),
+        "compute_output_ms": ms("compute_output", executions),
+    }
+
+
 def busy_rows(server: ServerProcess, args: argparse.Namespace, gpu: Utilisation) -> list[dict]:
     rows = []
-    for concurrency in CONCURRENCY:
+    for concurrency in args.concurrency or CONCURRENCY:
         bare = ceiling(args.rounds, args.size, concurrency)
         for protocol, url in (("grpc", server.grpc_url), ("http", server.http_url)):
+            before = model_statistics(server, "gpu_busy")
             with gpu.sampled() as samples:
                 rate = perf("gpu_busy", protocol, url, concurrency, "--input-data", "random")
             rows.append(
@@ -182,6 +210,7 @@ def busy_rows(server: ServerProcess, args: argparse.Namespace, gpu: Utilisation)
                     "bare": bare,
                     "of_bare": rate / bare if bare else 0.0,
                     "gpu_util": statistics.fmean(samples) if samples else 0.0,
+                    **where_the_time_went(before, model_statistics(server, "gpu_busy")),
                 }
             )
             print_row(rows[-1])
@@ -246,7 +275,9 @@ def _wait_every_worker_ready(server: ServerProcess, limit_s: float = 90) -> None
 def print_row(row: dict) -> None:
     print(
         f"{row['row']:<28} {row['served']:10.1f}/s  bare {row['bare']:10.1f}/s  "
-        f"of bare {row['of_bare']:.2f}  GPU {row['gpu_util']:5.1f}%"
+        f"of bare {row['of_bare']:.2f}  GPU {row['gpu_util']:5.1f}%  batch {row['mean_batch']:.1f}  "
+        f"queue {row['queue_ms_per_request']:.2f} ms  in/infer/out {row['compute_input_ms']:.2f}/"
+        f"{row['compute_infer_ms']:.2f}/{row['compute_output_ms']:.2f} ms"
     )
 
 
@@ -257,13 +288,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=256, help="matrix products per forward pass")
     parser.add_argument("--size", type=int, default=4096, help="the matrix is size x size float32")
     parser.add_argument("--only", choices=("busy", "shm", "scaling"), action="append")
+    parser.add_argument("--concurrency", type=int, action="append", help="busy rows: these only")
+    parser.add_argument("--instances", type=int, default=2, help="gpu_busy's KIND_GPU instances")
     parser.add_argument("--json", type=Path, help="also write every row here")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/modelplatform-bench-gpu"))
     args = parser.parse_args()
     chosen = set(args.only or ("busy", "shm", "scaling"))
     results: dict[str, list[dict]] = {}
     if chosen & {"busy", "shm"}:
-        repository = write_repository(_fresh(args.folder), args.rounds, args.size)
+        repository = write_repository(_fresh(args.folder), args.rounds, args.size, args.instances)
         serve = ("--model-repository", str(repository), "--allow-client-shm")
         with ServerProcess(*serve, timeout=180) as server:
             if "busy" in chosen:
@@ -286,11 +319,15 @@ def _fresh(folder: Path) -> Path:
 
 
 def print_tables(results: dict[str, list[dict]]) -> None:
-    print("\n| row | served /s | bare module /s | of bare | GPU util |\n|---|---|---|---|---|")
+    print(
+        "\n| row | served /s | bare module /s | of bare | GPU util | mean batch | queue ms | "
+        "infer ms per execution |\n|---|---|---|---|---|---|---|---|"
+    )
     for row in results.get("busy", []):
         print(
             f"| {row['row']} | {row['served']:,.0f} | {row['bare']:,.0f} | {row['of_bare']:.2f} | "
-            f"{row['gpu_util']:.0f}% |"
+            f"{row['gpu_util']:.0f}% | {row['mean_batch']:.1f} | {row['queue_ms_per_request']:.2f} | "
+            f"{row['compute_infer_ms']:.2f} |"
         )
     print("\n| row | gRPC /s | CUDA shm /s | ratio |\n|---|---|---|---|")
     for row in results.get("shm", []):
