@@ -13,8 +13,15 @@ from collections import Counter
 NOTABLE = re.compile(r"\[(warning|error|critical) *\]|^(WARNING|ERROR|CRITICAL):|^Traceback ")
 TIMESTAMP = re.compile(r"^\S*\d{4}-\d\d-\d\dT\S+ ")
 SHOWN_CHARS = 160
+#: Printed once per process by absl (TensorFlow's C++ logging) when TensorFlow is imported: a
+#: notice about where its own early log lines go, not a warning about the server.
+ABSL_NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
 
 
 def notable_lines(log: str) -> Counter[str]:
     """Each notable line without its timestamp, counted."""
-    return Counter(TIMESTAMP.sub("", line)[:SHOWN_CHARS] for line in log.splitlines() if NOTABLE.search(line))
+    return Counter(
+        TIMESTAMP.sub("", line)[:SHOWN_CHARS]
+        for line in log.splitlines()
+        if NOTABLE.search(line) and line != ABSL_NOTICE
+    )
