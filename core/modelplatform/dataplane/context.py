@@ -21,7 +21,7 @@ from modelplatform.base.settings import Settings
 from modelplatform.dataplane.facade import DataPlane
 
 if TYPE_CHECKING:
-    from modelplatform.dataplane.declarations import GrpcService, HttpDialect
+    from modelplatform.dataplane.declarations import GrpcService, HttpDialect, HttpRoute
 
 T = TypeVar("T")
 
@@ -43,10 +43,10 @@ class _SharedObjects:
 
     def __init__(self) -> None:
         self._by_type: dict[type, Any] = {}
-        self._lock = threading.RLock()  # a factory may ask for another shared object
+        self.lock = threading.RLock()  # a factory may ask for another shared object
 
     def get(self, kind: type[T], factory: Callable[[], T]) -> T:
-        with self._lock:
+        with self.lock:
             if kind not in self._by_type:
                 made = factory()
                 if not isinstance(made, kind):
@@ -67,6 +67,7 @@ class ServerContext:
     #: Run-time settings shared with the ``--workers`` siblings (broadcasting.py).
     broadcast: Broadcast = field(default_factory=Broadcast)
     _shared: _SharedObjects = field(default_factory=_SharedObjects, init=False, repr=False)
+    _routes: dict[str, Sequence[HttpRoute]] = field(default_factory=dict, init=False, repr=False)
 
     def ssl_context(self, listener: str) -> ssl.SSLContext | None:
         """The server context a plugin's own listener serves with (``"metrics"``), or None for plain text.
@@ -84,3 +85,17 @@ class ServerContext:
         on any thread; the factory runs once and must return a ``kind``.
         """
         return self._shared.get(kind, factory)
+
+    def routes_of(self, dialect: str) -> Sequence[HttpRoute]:
+        """The routes dialect ``dialect`` declared, as the HTTP front end serves them.
+
+        Its ``routes(context)`` is asked once per server, on first use (the front
+        end asks every dialect at start-up): a plugin that describes the server
+        (the OpenAPI documents) reads every dialect's declarations here. A
+        dialect's own route factory must not ask for its own routes.
+        """
+        with self._shared.lock:
+            routes = self._routes.get(dialect)
+            if routes is None:
+                routes = self._routes[dialect] = tuple(self.dialects[dialect].routes(self))
+            return routes

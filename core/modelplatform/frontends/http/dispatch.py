@@ -84,7 +84,7 @@ class HttpDispatch:
         dataplane, limit = context.dataplane, context.settings.max_request_bytes
         router = build_router(
             dialects,
-            {d.name: list(d.routes(context)) for d in dialects},
+            {d.name: list(context.routes_of(d.name)) for d in dialects},
             ScopeOpener(dataplane.observation.observers),
             dataplane.inference.count_refused,
             limit,
