@@ -113,6 +113,9 @@ class RouteDoc:
     request_type: str = "application/json"
     responses: Mapping[int, JsonSchema | None] = field(default_factory=dict)
     response_type: str = "application/json"
+    #: Other content types a success answer may come in, its body not described (OIP's
+    #: binary tensor extension answers ``application/octet-stream``).
+    other_types: tuple[str, ...] = ()
     query: Mapping[str, JsonSchema] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     #: (the model's ModelMetadata) -> its request schema; None: ``request`` for every model.

@@ -111,6 +111,7 @@ def responses(entry: Entry) -> dict[str, Any]:
         answer: dict[str, Any] = {"description": _phrase(status)}
         if schema is not None:
             answer["content"] = {doc.response_type: {"schema": plain(schema)}}
+            answer["content"].update({kind: {} for kind in doc.other_types if 200 <= status < 300})
         described[str(status)] = answer
     return described
 
