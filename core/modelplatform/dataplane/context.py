@@ -44,6 +44,8 @@ class _SharedObjects:
     def __init__(self) -> None:
         self._by_type: dict[type, Any] = {}
         self.lock = threading.RLock()  # a factory may ask for another shared object
+        #: Dialect name -> its declared routes (ServerContext.routes_of).
+        self.routes: dict[str, Sequence[HttpRoute]] = {}
 
     def get(self, kind: type[T], factory: Callable[[], T]) -> T:
         with self.lock:
@@ -67,7 +69,6 @@ class ServerContext:
     #: Run-time settings shared with the ``--workers`` siblings (broadcasting.py).
     broadcast: Broadcast = field(default_factory=Broadcast)
     _shared: _SharedObjects = field(default_factory=_SharedObjects, init=False, repr=False)
-    _routes: dict[str, Sequence[HttpRoute]] = field(default_factory=dict, init=False, repr=False)
 
     def ssl_context(self, listener: str) -> ssl.SSLContext | None:
         """The server context a plugin's own listener serves with (``"metrics"``), or None for plain text.
@@ -95,7 +96,7 @@ class ServerContext:
         dialect's own route factory must not ask for its own routes.
         """
         with self._shared.lock:
-            routes = self._routes.get(dialect)
+            routes = self._shared.routes.get(dialect)
             if routes is None:
-                routes = self._routes[dialect] = tuple(self.dialects[dialect].routes(self))
+                routes = self._shared.routes[dialect] = tuple(self.dialects[dialect].routes(self))
             return routes
