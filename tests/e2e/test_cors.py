@@ -36,7 +36,9 @@ PATHS = [("POST", "/v2/models/simple/infer"), ("GET", "/v2/health/ready"), ("POS
          ("POST", "/openai/v1/embeddings"), ("GET", "/openapi.json")]  # fmt: skip
 
 
-def call(port: int, method: str, path: str, headers: dict[str, str], body: str = "") -> http.client.HTTPResponse:
+def call(
+    port: int, method: str, path: str, headers: dict[str, str], body: str = ""
+) -> http.client.HTTPResponse:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     connection.request(method, path, body=body or None, headers=headers)
     reply = connection.getresponse()
@@ -45,8 +47,14 @@ def call(port: int, method: str, path: str, headers: dict[str, str], body: str =
     return reply
 
 
-def preflight(port: int, path: str, origin: str, method: str = "POST", asked: str = "content-type") -> http.client.HTTPResponse:
-    headers = {"Origin": origin, "Access-Control-Request-Method": method, "Access-Control-Request-Headers": asked}
+def preflight(
+    port: int, path: str, origin: str, method: str = "POST", asked: str = "content-type"
+) -> http.client.HTTPResponse:
+    headers = {
+        "Origin": origin,
+        "Access-Control-Request-Method": method,
+        "Access-Control-Request-Headers": asked,
+    }
     return call(port, "OPTIONS", path, headers)
 
 
@@ -57,7 +65,7 @@ def serve(*args: str) -> ServerProcess:
 class _Page(http.server.BaseHTTPRequestHandler):
     page = b""
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.end_headers()
@@ -80,7 +88,9 @@ def pages() -> Iterator[tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def allowing(pages: tuple[int, int]) -> Iterator[ServerProcess]:
-    with serve("--cors-allow-origin", f"http://127.0.0.1:{pages[0]}", "--cors-allow-origin", "https://other.example") as running:
+    with serve(
+        "--cors-allow-origin", f"http://127.0.0.1:{pages[0]}", "--cors-allow-origin", "https://other.example"
+    ) as running:
         yield running
 
 
@@ -99,7 +109,10 @@ def test_preflight_answered_on_every_dialect_for_an_allowed_origin(allowing: Ser
         assert reply.getheader("access-control-allow-origin") == "https://other.example", path
         assert method in reply.getheader("access-control-allow-methods"), path
         assert reply.getheader("access-control-allow-headers") == "content-type"
-        assert "Origin" in reply.getheader("vary") and reply.getheader("access-control-allow-credentials") is None
+        assert (
+            "Origin" in reply.getheader("vary")
+            and reply.getheader("access-control-allow-credentials") is None
+        )
 
 
 def test_preflight_refused_for_other_origins_methods_and_headers(allowing: ServerProcess) -> None:
@@ -118,8 +131,16 @@ def test_answers_carry_the_origin_on_the_fast_lane_and_sanic(allowing: ServerPro
     slow = call(allowing.http_port, "POST", "/v2/models/simple/infer?x=1", origin, INFER)  # a query: Sanic
     assert slow.status == 200 and slow.getheader("access-control-allow-origin") == "https://other.example"
     missing = call(allowing.http_port, "GET", "/v2/no/such/path", origin)
-    assert missing.status == 404 and missing.getheader("access-control-allow-origin") == "https://other.example"
-    other = call(allowing.http_port, "POST", "/v2/models/simple/infer", {**origin, "Origin": "https://evil.example"}, INFER)
+    assert (
+        missing.status == 404 and missing.getheader("access-control-allow-origin") == "https://other.example"
+    )
+    other = call(
+        allowing.http_port,
+        "POST",
+        "/v2/models/simple/infer",
+        {**origin, "Origin": "https://evil.example"},
+        INFER,
+    )
     assert other.status == 200 and other.getheader("access-control-allow-origin") is None
 
 
@@ -151,7 +172,14 @@ fetch("http://127.0.0.1:{server_port}/v2/models/simple/infer", {{method: "POST",
 
 
 def _dom(url: str, profile: Path) -> str:
-    command = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=10000", "--dump-dom", url]
+    command = [
+        CHROMIUM,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        url,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=90).stdout
 
 

@@ -32,7 +32,9 @@ def check_cors(settings: Settings) -> None:
                 f"cors_allow_origin {origin!r} must be '*' or scheme://host[:port] (no path, no trailing slash)"
             )
     if ANY in origins and settings.cors_allow_credentials:
-        raise InvalidArgument("cors_allow_origin '*' cannot be combined with cors_allow_credentials (Fetch standard)")
+        raise InvalidArgument(
+            "cors_allow_origin '*' cannot be combined with cors_allow_credentials (Fetch standard)"
+        )
     for name in ("cors_allow_methods", "cors_allow_headers", "cors_expose_headers"):
         bad = [item for item in getattr(settings, name) if not _TOKEN.match(item)]
         if bad:

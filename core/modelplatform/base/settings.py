@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from modelplatform.base.cors_settings import check_cors
 from modelplatform.base.access.restrictions import (
     GRPC_RESTRICTED_FLAG,
     HTTP_RESTRICTED_FLAG,
@@ -25,6 +24,7 @@ from modelplatform.base.access.restrictions import (
     grpc_groups,
     http_groups,
 )
+from modelplatform.base.cors_settings import check_cors
 from modelplatform.base.errors import InvalidArgument
 from modelplatform.base.tls_settings import check_tls
 

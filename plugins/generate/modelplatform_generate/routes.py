@@ -102,8 +102,9 @@ def generate_routes(context: ServerContext) -> list[HttpRoute]:
     routes = GenerateRoutes(context)
     handlers = {"generate": routes.generate, "generate_stream": routes.generate_stream}
     return [
-        HttpRoute(("POST",), f"{prefix}/{kind}", handler, model_param="model", category="inference",
-                  doc=DOCS[kind])  # fmt: skip
+        HttpRoute(
+            ("POST",), f"{prefix}/{kind}", handler, model_param="model", category="inference", doc=DOCS[kind]
+        )
         for prefix in PREFIXES
         for kind, handler in handlers.items()
     ]

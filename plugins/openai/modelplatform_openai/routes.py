@@ -152,7 +152,9 @@ ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error":
 
 def _post_doc(path: str) -> RouteDoc:
     streams = ("text/event-stream",) if path != "embeddings" else ()
-    return RouteDoc(summary=_SUMMARIES[path], request=_BODIES[path], responses={200: _OBJECT}, other_types=streams)
+    return RouteDoc(
+        summary=_SUMMARIES[path], request=_BODIES[path], responses={200: _OBJECT}, other_types=streams
+    )
 
 
 def routes_for(settings: Settings) -> Callable[[ServerContext], list[HttpRoute]]:
@@ -167,10 +169,20 @@ def routes_for(settings: Settings) -> Callable[[ServerContext], list[HttpRoute]]
             "embeddings": routes.embeddings,
         }
         declared = [
-            HttpRoute(("GET",), f"{prefix}/models", answered(routes.list_models), category="metadata",
-                      doc=RouteDoc(summary="The models", responses={200: _OBJECT})),
-            HttpRoute(("GET",), f"{prefix}/models/{{model}}", answered(routes.get_model), category="metadata",
-                      doc=RouteDoc(summary="One model", responses={200: _OBJECT})),
+            HttpRoute(
+                ("GET",),
+                f"{prefix}/models",
+                answered(routes.list_models),
+                category="metadata",
+                doc=RouteDoc(summary="The models", responses={200: _OBJECT}),
+            ),
+            HttpRoute(
+                ("GET",),
+                f"{prefix}/models/{{model}}",
+                answered(routes.get_model),
+                category="metadata",
+                doc=RouteDoc(summary="One model", responses={200: _OBJECT}),
+            ),
         ]
         declared += [
             HttpRoute(

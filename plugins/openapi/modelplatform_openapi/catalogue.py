@@ -79,14 +79,21 @@ def prefixes(context: ServerContext, own: str) -> dict[str, list[str]]:
         )
         if prefix:
             grouped.setdefault(prefix, []).append(name)
-    return {prefix: names for prefix, names in grouped.items() if not _taken(context, own, f"{prefix}/openapi.json")}
+    return {
+        prefix: names
+        for prefix, names in grouped.items()
+        if not _taken(context, own, f"{prefix}/openapi.json")
+    }
 
 
 def _taken(context: ServerContext, own: str, path: str) -> bool:
     """Whether another dialect answers ``path`` (TF Serving's ``/v1/{path:path}`` takes
     ``/v1/openapi.json``: its document is at ``/openapi/tfserving-rest.json`` only)."""
     return any(
-        matches(route.path, path) for name in context.dialects if name != own for route in context.routes_of(name)
+        matches(route.path, path)
+        for name in context.dialects
+        if name != own
+        for route in context.routes_of(name)
     )
 
 

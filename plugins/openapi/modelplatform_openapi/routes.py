@@ -91,7 +91,10 @@ def openapi_routes(context: ServerContext) -> Sequence[HttpRoute]:
     declared = [
         _get("/openapi.json", handlers.everything, "Every loaded dialect's routes"),
         _get("/openapi/{dialect:[^/]+}.json", handlers.dialect, "One dialect's routes"),
-        *[_get(f"{p}/openapi.json", handlers.prefix(p, d), f"The routes under {p}") for p, d in grouped.items()],
+        *[
+            _get(f"{p}/openapi.json", handlers.prefix(p, d), f"The routes under {p}")
+            for p, d in grouped.items()
+        ],
         _get("/docs", docs_page(documents), "The docs page (Swagger UI)", _PAGE),
         _get("/docs/{asset}", assets.serve, "", _ASSET),
     ]
@@ -115,5 +118,7 @@ def _quoted(name: str) -> str:
 
 
 def _get(path: str, handler: Any, summary: str, doc: RouteDoc = _DOCUMENT) -> HttpRoute:
-    described = RouteDoc(summary=summary or doc.summary, responses=doc.responses, response_type=doc.response_type)
+    described = RouteDoc(
+        summary=summary or doc.summary, responses=doc.responses, response_type=doc.response_type
+    )
     return HttpRoute(("GET",), path, handler, max_body_bytes=0, category=CATEGORY, doc=described)

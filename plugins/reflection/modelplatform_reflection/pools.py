@@ -27,17 +27,17 @@ class PoolChain:
                 continue
         raise KeyError("not in any descriptor pool")
 
-    def FindFileByName(self, name: str) -> Any:  # noqa: N802 - protobuf's DescriptorPool names
+    def FindFileByName(self, name: str) -> Any:
         return self._first(lambda pool: pool.FindFileByName(name))
 
-    def FindFileContainingSymbol(self, symbol: str) -> Any:  # noqa: N802 - as above
+    def FindFileContainingSymbol(self, symbol: str) -> Any:
         return self._first(lambda pool: pool.FindFileContainingSymbol(symbol))
 
-    def FindMessageTypeByName(self, name: str) -> Any:  # noqa: N802 - as above
+    def FindMessageTypeByName(self, name: str) -> Any:
         return self._first(lambda pool: pool.FindMessageTypeByName(name))
 
-    def FindExtensionByNumber(self, message: Any, number: int) -> Any:  # noqa: N802 - as above
+    def FindExtensionByNumber(self, message: Any, number: int) -> Any:
         return self._first(lambda pool: pool.FindExtensionByNumber(message, number))
 
-    def FindAllExtensions(self, message: Any) -> Any:  # noqa: N802 - as above
+    def FindAllExtensions(self, message: Any) -> Any:
         return self._first(lambda pool: pool.FindAllExtensions(message))

@@ -15,7 +15,15 @@ from typing import Any
 
 import orjson
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, IndexEntry, InvalidArgument, RouteDoc, ServerContext
+from modelplatform import (
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
+    IndexEntry,
+    InvalidArgument,
+    RouteDoc,
+    ServerContext,
+)
 
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
@@ -115,10 +123,18 @@ _PARAMETERS_BODY = {"type": "object", "properties": {"parameters": {"type": "obj
 _DONE = {200: None}
 INDEX = RouteDoc(summary="The repository's models", request={"type": "object", "properties": {
     "ready": {"type": "boolean"}}}, responses={200: {"type": "array", "items": _INDEX_ENTRY}})  # fmt: skip
-LOAD = RouteDoc(summary="Load (or reload) a model; parameters: config, file:<path>",
-                request=_PARAMETERS_BODY, responses=_DONE, response_type="text/plain")
-UNLOAD = RouteDoc(summary="Unload a model; parameters: unload_dependents", request=_PARAMETERS_BODY,
-                  responses=_DONE, response_type="text/plain")
+LOAD = RouteDoc(
+    summary="Load (or reload) a model; parameters: config, file:<path>",
+    request=_PARAMETERS_BODY,
+    responses=_DONE,
+    response_type="text/plain",
+)
+UNLOAD = RouteDoc(
+    summary="Unload a model; parameters: unload_dependents",
+    request=_PARAMETERS_BODY,
+    responses=_DONE,
+    response_type="text/plain",
+)
 
 
 def repository_routes(context: ServerContext) -> list[HttpRoute]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,10 @@ from modelplatform import HttpDialect, HttpReply, HttpRequest, HttpRoute, RouteD
 from modelplatform.testing import ComposedServer, ServerProcess, resolved_settings
 
 from ...conftest import MODEL_REPOSITORY
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage")  # fmt: skip
 
 
 def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, str, bytes]:
@@ -59,7 +66,10 @@ def test_the_whole_document_has_each_dialects_routes_with_their_bodies(server: S
     paths = document(server.http_port, "/openapi.json")["paths"]
     infer = paths["/v2/models/{model}/infer"]["post"]
     schema = infer["requestBody"]["content"]["application/json"]["schema"]
-    assert schema["required"] == ["inputs"] and "datatype" in schema["properties"]["inputs"]["items"]["properties"]
+    assert (
+        schema["required"] == ["inputs"]
+        and "datatype" in schema["properties"]["inputs"]["items"]["properties"]
+    )
     assert "application/octet-stream" in infer["responses"]["200"]["content"]
     assert infer["responses"]["default"]["content"]["application/json"]["schema"]["required"] == ["error"]
     assert {p["name"] for p in infer["parameters"]} == {"model"}
@@ -68,8 +78,15 @@ def test_the_whole_document_has_each_dialects_routes_with_their_bodies(server: S
     assert verb["schema"]["pattern"] == "^(?:classify|regress|predict)$"
     grps_error = paths["/grps/v1/infer/predict"]["post"]["responses"]["default"]["content"]
     assert grps_error["application/json"]["schema"]["required"] == ["status"]
-    for path in ("/v2/repository/index", "/v2/systemsharedmemory/status", "/v2/trace/setting", "/v2/logging",
-                 "/v2/models/{model}/generate_stream", "/openai/v1/chat/completions", "/v2/health/ready"):
+    for path in (
+        "/v2/repository/index",
+        "/v2/systemsharedmemory/status",
+        "/v2/trace/setting",
+        "/v2/logging",
+        "/v2/models/{model}/generate_stream",
+        "/openai/v1/chat/completions",
+        "/v2/health/ready",
+    ):
         assert path in paths, path  # fmt: skip
     assert paths["/v2/health/ready"]["get"]["x-api-category"] == "health"
 
@@ -87,7 +104,9 @@ def test_the_model_document_names_its_inputs_datatypes_and_shapes(server: Server
     infer = doc["paths"]["/v2/models/simple/infer"]["post"]
     assert "parameters" not in infer  # the model is written into the path
     inputs = infer["requestBody"]["content"]["application/json"]["schema"]["properties"]["inputs"]
-    described = {item["properties"]["name"]["enum"][0]: item["properties"] for item in inputs["items"]["oneOf"]}
+    described = {
+        item["properties"]["name"]["enum"][0]: item["properties"] for item in inputs["items"]["oneOf"]
+    }
     assert set(described) == {"INPUT0", "INPUT1"}
     assert described["INPUT0"]["datatype"]["enum"] == ["INT32"]
     assert described["INPUT0"]["shape"]["minItems"] == described["INPUT0"]["shape"]["maxItems"] == 2
@@ -132,3 +151,32 @@ async def test_a_third_party_dialect_appears_in_the_documents() -> None:
     own = json.loads(bytes((await server.http("GET", "/acme/v1/openapi.json")).body))  # type: ignore[arg-type]  # one buffer
     assert set(own["paths"]) == {"/acme/v1/hello/{who}", "/acme/v1/bare"}
     assert invalid(own) == []
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make chromium)")
+def test_the_docs_page_renders_the_operations_in_chromium_offline(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """Swagger UI loads from the server alone (no network beyond it) and lists the routes."""
+    command = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000",
+               "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+               "--dump-dom", f"http://{server.http_url}/docs"]  # fmt: skip
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+    assert 'class="swagger-ui' in dom, dom[:2000]
+    assert "/v2/models/{model}/infer" in dom and "/v1/models/{model}:{verb}" in dom, dom[:3000]
+    assert "Unable to render this definition" not in dom
+    model = subprocess.run([*command[:-1], f"http://{server.http_url}/v2/models/simple/docs"],
+                           capture_output=True, text=True, timeout=120).stdout  # fmt: skip
+    assert "/v2/models/simple/infer" in model, model[:3000]
+
+
+def test_the_documents_and_page_are_a_category_that_can_be_restricted() -> None:
+    args = ("--model-repository", str(MODEL_REPOSITORY), "--load-model", "simple",
+            "--http-restricted-api", "docs:docs-key=open")  # fmt: skip
+    with ServerProcess(*args) as running:
+        for path in ("/openapi.json", "/v2/openapi.json", "/v2/models/simple/openapi.json", "/docs",
+                     "/docs/swagger-ui.css"):  # fmt: skip
+            status, _, body = get(running.http_port, path)
+            assert status == 403 and b"docs-key" in body, path
+            assert get(running.http_port, path, {"docs-key": "open"})[0] == 200, path
+        assert get(running.http_port, "/v2/health/ready")[0] == 200  # other categories stay open

@@ -62,7 +62,10 @@ def test_generated_requests_get_documented_answers_and_no_5xx(server: ServerProc
             response = case.call(base_url=base, timeout=30)
             answers += 1
             assert response.status_code < 500 or response.status_code == NOT_IMPLEMENTED, (
-                case.as_curl_command(), response.status_code, response.text[:300])
+                case.as_curl_command(),
+                response.status_code,
+                response.text[:300],
+            )
             case.validate_response(response, checks=CHECKS)
 
         answered_as_documented()

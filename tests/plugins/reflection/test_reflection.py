@@ -32,7 +32,9 @@ def listed(channel: grpc.Channel, version: str, metadata: tuple[tuple[str, str],
         request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
         response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
     )
-    answers = call(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=30, metadata=metadata)
+    answers = call(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=30, metadata=metadata
+    )
     return [service.name for answer in answers for service in answer.list_services_response.service]
 
 
@@ -85,7 +87,8 @@ def test_v1_lists_what_v1alpha_lists(server: ServerProcess) -> None:
         pool = descriptor_pool.DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
         v1 = pool.FindServiceByName("grpc.reflection.v1.ServerReflection")
         assert v1.methods_by_name["ServerReflectionInfo"].input_type.full_name == (
-            "grpc.reflection.v1.ServerReflectionRequest")
+            "grpc.reflection.v1.ServerReflectionRequest"
+        )
 
 
 def test_reflection_can_be_turned_off() -> None:
@@ -102,4 +105,6 @@ def test_reflection_follows_the_grpc_restrictions() -> None:
             listed(channel, "v1")
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         assert "triton-grpc-protocol-docs-key" in (refused.value.details() or "")
-        assert "inference.GRPCInferenceService" in listed(channel, "v1", (("triton-grpc-protocol-docs-key", "open"),))
+        assert "inference.GRPCInferenceService" in listed(
+            channel, "v1", (("triton-grpc-protocol-docs-key", "open"),)
+        )

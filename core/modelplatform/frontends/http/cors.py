@@ -65,7 +65,11 @@ class Cors:
         origin, wanted = headers.get("origin"), headers.get("access-control-request-method")
         if not origin or not wanted:
             return None
-        asked = [h.strip().lower() for h in headers.get("access-control-request-headers", "").split(",") if h.strip()]
+        asked = [
+            h.strip().lower()
+            for h in headers.get("access-control-request-headers", "").split(",")
+            if h.strip()
+        ]
         methods = self._allowed_methods(path)
         if not (self.allows(origin) and wanted in methods and self._method_allowed(wanted)
                 and (self._any_header or all(h in self._headers for h in asked))):  # fmt: skip

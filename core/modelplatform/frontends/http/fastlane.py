@@ -213,7 +213,9 @@ class FastLaneProtocol(SanicSeam):
             if isinstance(request, (_Request, _Answered)):
                 self._lane_busy = True
                 try:
-                    await (self._answer(request) if isinstance(request, _Request) else self._reply(request.reply))
+                    await (
+                        self._answer(request) if isinstance(request, _Request) else self._reply(request.reply)
+                    )
                 finally:
                     self._lane_busy = False
             elif request is _SANIC:

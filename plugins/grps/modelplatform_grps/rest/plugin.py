@@ -16,7 +16,12 @@ from .routes import DIALECT, GRPS_MESSAGE, PREFIX, grps_routes, render_error
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     return [
         HttpDialect(
-            DIALECT, grps_routes, status_code, render_error, path_prefix=f"{PREFIX}/", protocol="grps_http",
+            DIALECT,
+            grps_routes,
+            status_code,
+            render_error,
+            path_prefix=f"{PREFIX}/",
+            protocol="grps_http",
             error_schema=GRPS_MESSAGE,
         )
     ]

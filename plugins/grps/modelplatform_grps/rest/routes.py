@@ -15,13 +15,13 @@ from typing import Any
 import orjson
 
 from modelplatform import (
-    RouteDoc,
     HttpReply,
     HttpRequest,
     HttpRoute,
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    RouteDoc,
     ServerContext,
 )
 
@@ -176,7 +176,9 @@ _DOCS = {
     "ready": RouteDoc(summary="Server ready", responses=_ANSWER),
     "server": RouteDoc(summary="Server metadata", responses=_ANSWER),
     "model": RouteDoc(summary="Model metadata", responses=_ANSWER),
-    "page": RouteDoc(summary="The monitor page", responses={200: {"type": "string"}}, response_type="text/html"),
+    "page": RouteDoc(
+        summary="The monitor page", responses={200: {"type": "string"}}, response_type="text/html"
+    ),
 }
 
 
@@ -193,10 +195,16 @@ def grps_routes(context: ServerContext) -> list[HttpRoute]:
         declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind), category=category,
                                   doc=_DOCS[kind]))  # fmt: skip
     declared += [
-        HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata, category="metadata",
-                  doc=_DOCS["server"]),
-        HttpRoute(BOTH, f"{PREFIX}/metadata/model", routes.model_metadata, category="metadata",
-                  doc=_DOCS["model"]),
+        HttpRoute(
+            BOTH,
+            f"{PREFIX}/metadata/server",
+            routes.server_metadata,
+            category="metadata",
+            doc=_DOCS["server"],
+        ),
+        HttpRoute(
+            BOTH, f"{PREFIX}/metadata/model", routes.model_metadata, category="metadata", doc=_DOCS["model"]
+        ),
         HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page, category="metrics", doc=_DOCS["page"]),
         HttpRoute(("GET",), f"{PREFIX}/monitor/series", routes.series, category="metrics"),
         HttpRoute(("GET",), f"{PREFIX}/monitor/metrics", routes.metrics, category="metrics"),

@@ -51,7 +51,9 @@ SETTINGS_SCHEMA = {"type": "object", "properties": {
     "log_error": {"type": "boolean"}, "log_verbose_level": {"type": "integer", "minimum": 0},
     "log_format": {"type": "string"}}}  # fmt: skip
 _READ = RouteDoc(summary="The log settings", responses={200: SETTINGS_SCHEMA})
-_CHANGE = RouteDoc(summary="Change the log settings", request=SETTINGS_SCHEMA, responses={200: SETTINGS_SCHEMA})
+_CHANGE = RouteDoc(
+    summary="Change the log settings", request=SETTINGS_SCHEMA, responses={200: SETTINGS_SCHEMA}
+)
 
 
 def logging_routes(broadcast: Broadcast) -> list[HttpRoute]:

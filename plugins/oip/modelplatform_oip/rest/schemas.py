@@ -25,9 +25,9 @@ TENSOR_METADATA = {"type": "object", "required": ["name", "datatype", "shape"], 
 REQUEST_INPUT = {"type": "object", "required": ["name", "shape", "datatype"], "properties": {
     "name": {"type": "string"}, "shape": _SHAPE, "datatype": _DATATYPE, "parameters": _PARAMETERS,
     "data": _DATA}}  # fmt: skip
-REQUEST_OUTPUT = {"type": "object", "required": ["name"], "properties": {
+REQUEST_OUTPUT: dict[str, Any] = {"type": "object", "required": ["name"], "properties": {
     "name": {"type": "string"}, "parameters": _PARAMETERS}}  # fmt: skip
-INFER_REQUEST = {"type": "object", "required": ["inputs"], "properties": {
+INFER_REQUEST: dict[str, Any] = {"type": "object", "required": ["inputs"], "properties": {
     "id": {"type": "string"}, "parameters": _PARAMETERS,
     "inputs": {"type": "array", "items": REQUEST_INPUT, "minItems": 1},
     "outputs": {"type": "array", "items": REQUEST_OUTPUT}}}  # fmt: skip

@@ -153,8 +153,14 @@ def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
                 doc=_PREDICT,
             ),
             HttpRoute(("GET",), path, routes.status, ignore_case=True, category="metadata", doc=_STATUS),
-            HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True, category="metadata",
-                      doc=_METADATA),  # fmt: skip
+            HttpRoute(
+                ("GET",),
+                f"{path}/metadata",
+                routes.metadata,
+                ignore_case=True,
+                category="metadata",
+                doc=_METADATA,
+            ),
         ]
     # Every other /v1 path answers TF Serving's own "not found" shape: metadata, like /v1/models.
     declared.append(
