@@ -65,4 +65,5 @@ def add_v1(server: Any, context: ServerContext) -> None:
         request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
         response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
     )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(V1, {METHOD: handler}),))
+    # As generated stubs register theirs: by name (the v1 file is in no pool a stub would search).
+    server.add_registered_method_handlers(V1, {METHOD: handler})
