@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from modelplatform.testing import ServerProcess, free_port
+from modelplatform.testing import ComposedServer, ServerProcess, free_port, resolved_settings
 
 from ..conftest import MODEL_REPOSITORY
 
@@ -194,3 +194,16 @@ def test_a_page_of_another_origin_reads_infer_only_when_allowed(
     assert shown is not None and shown.group(1) == "answered:OUTPUT0,OUTPUT1"
     shown = out.search(_dom(f"http://127.0.0.1:{other}/", tmp_path / "b"))
     assert shown is not None and shown.group(1).startswith("blocked:")
+
+
+async def test_the_harness_answers_cors_as_both_paths_do() -> None:
+    settings = resolved_settings(model_repository=str(MODEL_REPOSITORY), load_models=("simple",),
+                                 cors_allow_origin=("https://app.example",))  # fmt: skip
+    server = ComposedServer(settings)
+    await server.start()
+    asked = {"origin": "https://app.example", "access-control-request-method": "POST"}
+    reply = await server.http("OPTIONS", "/v2/models/simple/infer", headers=asked)
+    assert reply.status == 204 and reply.headers["access-control-allow-origin"] == "https://app.example"
+    ready = await server.http("GET", "/v2/health/ready", headers={"origin": "https://app.example"})
+    assert ready.status == 200 and ready.headers["access-control-allow-origin"] == "https://app.example"
+    await server.close()

@@ -39,7 +39,8 @@ def _plain_text() -> ListenerContexts:
 
 
 class _SharedObjects:
-    """One object per type, made on first request; the lock makes it once per server."""
+    """One object per type, made on first request, and each dialect's routes, asked once;
+    the lock makes each once per server."""
 
     def __init__(self) -> None:
         self._by_type: dict[type, Any] = {}
