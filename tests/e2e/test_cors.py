@@ -105,7 +105,7 @@ def test_cors_is_off_by_default() -> None:
 def test_preflight_answered_on_every_dialect_for_an_allowed_origin(allowing: ServerProcess) -> None:
     for method, path in PATHS:
         reply = preflight(allowing.http_port, path, "https://other.example", method)
-        assert reply.status == 204, (path, reply.status)
+        assert reply.status == 200, (path, reply.status)
         assert reply.getheader("access-control-allow-origin") == "https://other.example", path
         assert method in reply.getheader("access-control-allow-methods"), path
         assert reply.getheader("access-control-allow-headers") == "content-type"
@@ -113,6 +113,16 @@ def test_preflight_answered_on_every_dialect_for_an_allowed_origin(allowing: Ser
             "Origin" in reply.getheader("vary")
             and reply.getheader("access-control-allow-credentials") is None
         )
+
+
+def test_the_fast_lane_and_sanic_answer_a_preflight_alike(allowing: ServerProcess) -> None:
+    """``Connection: close`` sends a request to Sanic; without it the lane takes OPTIONS heads."""
+    asked = {"Origin": "https://other.example", "Access-Control-Request-Method": "POST"}
+    lane = call(allowing.http_port, "OPTIONS", "/v2/models/simple/infer", asked)
+    sanic = call(allowing.http_port, "OPTIONS", "/v2/models/simple/infer", {**asked, "Connection": "close"})
+    names = ("access-control-allow-origin", "access-control-allow-methods", "access-control-max-age", "vary")
+    assert lane.status == sanic.status == 200
+    assert [lane.getheader(n) for n in names] == [sanic.getheader(n) for n in names]
 
 
 def test_preflight_refused_for_other_origins_methods_and_headers(allowing: ServerProcess) -> None:
@@ -147,7 +157,7 @@ def test_answers_carry_the_origin_on_the_fast_lane_and_sanic(allowing: ServerPro
 def test_any_origin_and_credentials_follow_the_fetch_standard() -> None:
     with serve("--cors-allow-origin", "*") as anyone:
         reply = preflight(anyone.http_port, "/v2/models/simple/infer", "https://app.example")
-        assert reply.status == 204 and reply.getheader("access-control-allow-origin") == "*"
+        assert reply.status == 200 and reply.getheader("access-control-allow-origin") == "*"
         assert reply.getheader("vary") is None
     with serve("--cors-allow-origin", "https://app.example", "--cors-allow-credentials") as trusted:
         reply = preflight(trusted.http_port, "/v2/models/simple/infer", "https://app.example")
@@ -203,7 +213,7 @@ async def test_the_harness_answers_cors_as_both_paths_do() -> None:
     await server.start()
     asked = {"origin": "https://app.example", "access-control-request-method": "POST"}
     reply = await server.http("OPTIONS", "/v2/models/simple/infer", headers=asked)
-    assert reply.status == 204 and reply.headers["access-control-allow-origin"] == "https://app.example"
+    assert reply.status == 200 and reply.headers["access-control-allow-origin"] == "https://app.example"
     ready = await server.http("GET", "/v2/health/ready", headers={"origin": "https://app.example"})
     assert ready.status == 200 and ready.headers["access-control-allow-origin"] == "https://app.example"
     await server.close()
