@@ -2,7 +2,7 @@
 
 What a plugin needs and nothing else: ``hookimpl``; the declarations the
 ``register_*`` hooks return (HTTP dialects and routes with their neutral
-request and reply, gRPC services, codecs); the backend contract and its
+request and reply and what their OpenAPI description says (``RouteDoc``), gRPC services, codecs); the backend contract and its
 result types; tensors, requests and responses; model configuration; the
 errors; option declarations (``Option``, ``tls_options``), read-only
 settings and limits; the DataPlane every dialect calls (its
@@ -73,6 +73,7 @@ from modelplatform.dataplane.declarations import (
     HttpReply,
     HttpRequest,
     HttpRoute,
+    RouteDoc,
 )
 from modelplatform.dataplane.facade import DataPlane
 from modelplatform.dataplane.views import ModelMetadata, TensorMetadata
@@ -117,6 +118,7 @@ __all__ = [
     "HttpReply",
     "HttpRequest",
     "HttpRoute",
+    "RouteDoc",
     "IndexEntry",
     "InferenceRequest",
     "InferenceResponse",

@@ -92,7 +92,10 @@ def register_http_dialects(settings: Settings) -> Sequence[HttpDialect]:
     handler, body policy, hot or not); the core serves them all on the one HTTP
     port, and the hot ones on its fast lane too. Dialect names must be unique;
     a route declared by two dialects, or one that hides another dialect's
-    route, stops start-up naming both.
+    route, stops start-up naming both. A route's optional ``doc`` (RouteDoc)
+    and the dialect's ``error_schema`` are what the OpenAPI documents say of
+    it; ``ServerContext.routes_of(name)`` hands every dialect's routes to
+    whoever describes them (the openapi plugin).
     """
 
 
@@ -103,7 +106,9 @@ def register_grpc_services(settings: Settings) -> Sequence[GrpcService]:
     Called once at start-up; results collected. Several declarations may
     serve methods of the same gRPC service name, each through its own
     generic handler (the repository plugin adds ``Repository*`` RPCs to
-    ``inference.GRPCInferenceService`` this way).
+    ``inference.GRPCInferenceService`` this way). A service whose messages
+    live in a private descriptor pool names it (``descriptor_pool``), so gRPC
+    server reflection describes it from there.
     """
 
 

@@ -272,12 +272,29 @@ class ComposedServer:
         failure while it streams is answered as a failure before it would be.
         ``raised`` sees every error the route raised, before it is rendered (one
         that is no platform error the server answers 500: a harness's finding).
+        With CORS on, preflights and the origin's headers are answered as on both paths.
         """
+        cors, given = self._http.cors, headers or {}
+        preflight = None if cors is None else cors.preflight(method, path, given)
+        if preflight is not None:
+            return preflight
+        reply = await self._answer(method, path, body, given, query, raised)
+        return reply if cors is None else cors.answered(reply, given)
+
+    async def _answer(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        query: str,
+        raised: Callable[[Exception], None] | None,
+    ) -> HttpReply:
         http = self._http
         match = http.match(method, path)
         if match is None:
             return http.miss(method, path)
-        request = HttpRequest(method, path, match.params, headers or {}, body, query)
+        request = HttpRequest(method, path, match.params, headers, body, query)
         refusal, verdict = http.admit(match, request.headers)
         if refusal is not None:
             return refusal

@@ -126,4 +126,4 @@ def test_an_unknown_grpc_category_stops_registration() -> None:
 def test_the_categories_are_tritons_plus_metrics_and_admin() -> None:
     triton = {"health", "metadata", "inference", "shared-memory", "model-config", "model-repository",
               "statistics", "trace", "logging"}  # fmt: skip
-    assert set(CATEGORIES) == triton | {"metrics", "admin"}
+    assert set(CATEGORIES) == triton | {"metrics", "admin", "docs"}  # docs: issue 33

@@ -14,7 +14,7 @@ MOST_NAMES = 70
 PUBLIC = {
     # hooks and declarations
     "hookimpl", "Option", "tls_options", "ServerContext", "HttpDialect", "HttpRoute", "HttpRequest", "HttpReply",
-    "BodyPolicy", "GrpcService", "Codec", "Broadcast",
+    "RouteDoc", "BodyPolicy", "GrpcService", "Codec", "Broadcast",
     # the backend contract, tensors, requests and responses
     "Backend", "ServerCalls", "ExecuteResult", "PhaseClock", "RawResponse", "Tensor", "InferenceRequest",
     "InferenceResponse", "RequestedOutput", "DeviceArray",

@@ -24,6 +24,7 @@ from modelplatform.base.access.restrictions import (
     grpc_groups,
     http_groups,
 )
+from modelplatform.base.cors_settings import check_cors
 from modelplatform.base.errors import InvalidArgument
 from modelplatform.base.tls_settings import check_tls
 
@@ -112,6 +113,20 @@ class Settings:
     http_server_cert: str = ""
     http_server_key: str = ""
     http_root_cert: str = ""
+    #: CORS (base/cors_settings.py): origins allowed to call from a browser page; empty: CORS off.
+    cors_allow_origin: tuple[str, ...] = ()
+    #: Methods a preflight may ask for; empty: whatever the path's routes accept.
+    cors_allow_methods: tuple[str, ...] = ()
+    #: Request headers a preflight may ask for ("*": any).
+    cors_allow_headers: tuple[str, ...] = (
+        "content-type", "content-encoding", "inference-header-content-length", "authorization", "x-api-key",
+    )  # fmt: skip
+    #: Response headers a page may read beyond the CORS-safelisted ones.
+    cors_expose_headers: tuple[str, ...] = ("inference-header-content-length",)
+    #: Pages may send credentials (cookies, HTTP authentication); never with origin "*".
+    cors_allow_credentials: bool = False
+    #: Seconds a browser may keep a preflight's answer.
+    cors_max_age_secs: int = 600
     #: Each plugin's option values by plugin name: every declared option, defaults filled
     #: in (base/options.py); a ``[plugins.<name>]`` table no plugin declares, as written.
     plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -187,6 +202,7 @@ def check(settings: Settings) -> None:
     _check_drain(settings)
     _check_restrictions(settings)
     check_tls(settings)
+    check_cors(settings)
 
 
 def _check_restrictions(settings: Settings) -> None:

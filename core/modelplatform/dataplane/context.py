@@ -21,7 +21,7 @@ from modelplatform.base.settings import Settings
 from modelplatform.dataplane.facade import DataPlane
 
 if TYPE_CHECKING:
-    from modelplatform.dataplane.declarations import GrpcService, HttpDialect
+    from modelplatform.dataplane.declarations import GrpcService, HttpDialect, HttpRoute
 
 T = TypeVar("T")
 
@@ -39,14 +39,17 @@ def _plain_text() -> ListenerContexts:
 
 
 class _SharedObjects:
-    """One object per type, made on first request; the lock makes it once per server."""
+    """One object per type, made on first request, and each dialect's routes, asked once;
+    the lock makes each once per server."""
 
     def __init__(self) -> None:
         self._by_type: dict[type, Any] = {}
-        self._lock = threading.RLock()  # a factory may ask for another shared object
+        self.lock = threading.RLock()  # a factory may ask for another shared object
+        #: Dialect name -> its declared routes (ServerContext.routes_of).
+        self.routes: dict[str, Sequence[HttpRoute]] = {}
 
     def get(self, kind: type[T], factory: Callable[[], T]) -> T:
-        with self._lock:
+        with self.lock:
             if kind not in self._by_type:
                 made = factory()
                 if not isinstance(made, kind):
@@ -84,3 +87,17 @@ class ServerContext:
         on any thread; the factory runs once and must return a ``kind``.
         """
         return self._shared.get(kind, factory)
+
+    def routes_of(self, dialect: str) -> Sequence[HttpRoute]:
+        """The routes dialect ``dialect`` declared, as the HTTP front end serves them.
+
+        Its ``routes(context)`` is asked once per server, on first use (the front
+        end asks every dialect at start-up): a plugin that describes the server
+        (the OpenAPI documents) reads every dialect's declarations here. A
+        dialect's own route factory must not ask for its own routes.
+        """
+        with self._shared.lock:
+            routes = self._shared.routes.get(dialect)
+            if routes is None:
+                routes = self._shared.routes[dialect] = tuple(self.dialects[dialect].routes(self))
+            return routes

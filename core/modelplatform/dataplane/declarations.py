@@ -89,6 +89,37 @@ class HttpReply:
 
 
 HttpHandler = Callable[[HttpRequest], Awaitable[HttpReply]]
+#: A JSON Schema (draft 2020-12, as OpenAPI 3.1 uses), as plain data.
+JsonSchema = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDoc:
+    """What a route's description says, for the OpenAPI documents (all optional).
+
+    A route without one is still documented (its method, path, parameters and
+    its dialect's error shape); this adds what only the dialect knows.
+    ``request``: the JSON body's schema (None: no documented body).
+    ``responses``: status -> the body's schema in ``response_type`` (None: an
+    empty body); errors not listed fall under the dialect's error schema.
+    ``query``: query parameter -> its schema. ``model_request``: the request
+    schema for one model, from its metadata (the per-model documents: an
+    infer route names that model's inputs, datatypes and shapes).
+    """
+
+    summary: str = ""
+    description: str = ""
+    request: JsonSchema | None = None
+    request_type: str = "application/json"
+    responses: Mapping[int, JsonSchema | None] = field(default_factory=dict)
+    response_type: str = "application/json"
+    #: Other content types a success answer may come in, its body not described (OIP's
+    #: binary tensor extension answers ``application/octet-stream``).
+    other_types: tuple[str, ...] = ()
+    query: Mapping[str, JsonSchema] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    #: (the model's ModelMetadata) -> its request schema; None: ``request`` for every model.
+    model_request: Callable[[Any], JsonSchema] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +154,19 @@ class HttpRoute:
     #: ``inference``, ``metadata``, ``health`` ...). Every route declares one; an unknown
     #: name stops start-up, and with access control on a route without one is refused.
     category: str = ""
+    #: What the OpenAPI documents say of it beyond method and path (None: only those).
+    doc: RouteDoc | None = None
 
     def describe(self) -> str:
         return f"{self.path} ({self.name})" if self.name else self.path
+
+
+#: Triton's error body as a JSON Schema: ``{"error": "..."}``.
+TRITON_ERROR_SCHEMA: JsonSchema = MappingProxyType({
+    "type": "object",
+    "properties": {"error": {"type": "string"}},
+    "required": ["error"],
+})  # fmt: skip
 
 
 def json_error(message: str, status: int) -> HttpReply:
@@ -146,6 +187,8 @@ class HttpDialect:
     ``path_prefix`` owns the path, else in Triton's shape. ``extensions`` are
     the server-metadata extension names it implements. ``protocol`` is the
     label its requests are counted under (``oip_http``; default: ``name``).
+    ``error_schema`` is the JSON Schema of its error bodies (default: Triton's
+    ``{"error": "..."}``), and ``title`` its name in the OpenAPI documents.
     """
 
     name: str
@@ -155,6 +198,8 @@ class HttpDialect:
     extensions: tuple[str, ...] = ()
     path_prefix: str = ""
     protocol: str = ""
+    error_schema: JsonSchema = field(default_factory=lambda: TRITON_ERROR_SCHEMA)
+    title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,3 +228,6 @@ class GrpcService:
     inference_methods: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)
     #: Method name -> its API category (access/categories.py).
     categories: Mapping[str, str] = field(default_factory=dict)
+    #: The descriptor pool that holds the service's protobuf descriptors, for gRPC server
+    #: reflection (None: protobuf's default pool; TF Serving keeps a private one).
+    descriptor_pool: Any = None

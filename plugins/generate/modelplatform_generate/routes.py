@@ -25,6 +25,7 @@ from modelplatform import (
     InvalidArgument,
     Limits,
     ModelPlatformError,
+    RouteDoc,
     ServerContext,
 )
 
@@ -86,11 +87,24 @@ async def _events(first: InferenceResponse, rest: AsyncIterator[InferenceRespons
             yield error_event(error.message)
 
 
+#: Triton's generate body: input names -> values (scalars or lists), plus ``parameters``.
+GENERATE_BODY = {"type": "object", "description": "Input name -> its value; parameters: request parameters",
+                 "properties": {"id": {"type": "string"}, "parameters": {"type": "object"}}}  # fmt: skip
+DOCS = {
+    "generate": RouteDoc(summary="Generate: one JSON answer", request=GENERATE_BODY,
+                         responses={200: {"type": "object"}}),
+    "generate_stream": RouteDoc(summary="Generate, each response a Server-Sent Event", request=GENERATE_BODY,
+                                responses={200: {"type": "string"}}, response_type="text/event-stream"),
+}  # fmt: skip
+
+
 def generate_routes(context: ServerContext) -> list[HttpRoute]:
     routes = GenerateRoutes(context)
     handlers = {"generate": routes.generate, "generate_stream": routes.generate_stream}
     return [
-        HttpRoute(("POST",), f"{prefix}/{kind}", handler, model_param="model", category="inference")
+        HttpRoute(
+            ("POST",), f"{prefix}/{kind}", handler, model_param="model", category="inference", doc=DOCS[kind]
+        )
         for prefix in PREFIXES
         for kind, handler in handlers.items()
     ]

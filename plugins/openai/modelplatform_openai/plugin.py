@@ -8,7 +8,7 @@ from modelplatform import HttpDialect, Option, Settings, hookimpl
 
 from .errors import http_status, render_error
 from .options import OPTIONS, prefix_of
-from .routes import DIALECT, routes_for
+from .routes import DIALECT, ERROR_SCHEMA, routes_for
 
 
 @hookimpl
@@ -20,4 +20,4 @@ def register_options() -> Sequence[Option]:
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     prefix = prefix_of(settings)
     return [HttpDialect(DIALECT, routes_for(settings), http_status, render_error, path_prefix=f"{prefix}/",
-                        protocol="openai")]  # fmt: skip
+                        protocol="openai", error_schema=ERROR_SCHEMA, title="OpenAI")]  # fmt: skip

@@ -23,6 +23,7 @@ from modelplatform import (
     HttpRoute,
     ModelNotFound,
     ModelPlatformError,
+    RouteDoc,
     ServerContext,
     Settings,
     check_model_access,
@@ -131,6 +132,31 @@ class OpenAIRoutes:
             return False
 
 
+_OBJECT = {"type": "object"}
+#: OpenAI's request bodies, as far as the documents say (the OpenAI API reference has the rest).
+_BODIES = {
+    "chat/completions": {"type": "object", "required": ["model", "messages"], "properties": {
+        "model": {"type": "string"}, "messages": {"type": "array", "items": _OBJECT},
+        "stream": {"type": "boolean"}, "max_tokens": {"type": "integer"}}},
+    "completions": {"type": "object", "required": ["model", "prompt"], "properties": {
+        "model": {"type": "string"}, "prompt": {}, "stream": {"type": "boolean"},
+        "max_tokens": {"type": "integer"}}},
+    "embeddings": {"type": "object", "required": ["model", "input"], "properties": {
+        "model": {"type": "string"}, "input": {}, "encoding_format": {"type": "string"}}},
+}  # fmt: skip
+_SUMMARIES = {"chat/completions": "Chat completion", "completions": "Completion", "embeddings": "Embeddings"}
+#: OpenAI's error body: ``{"error": {"message", "type", "param", "code"}}``.
+ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error": {
+    "type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}}}  # fmt: skip
+
+
+def _post_doc(path: str) -> RouteDoc:
+    streams = ("text/event-stream",) if path != "embeddings" else ()
+    return RouteDoc(
+        summary=_SUMMARIES[path], request=_BODIES[path], responses={200: _OBJECT}, other_types=streams
+    )
+
+
 def routes_for(settings: Settings) -> Callable[[ServerContext], list[HttpRoute]]:
     prefix = prefix_of(settings)
 
@@ -143,9 +169,19 @@ def routes_for(settings: Settings) -> Callable[[ServerContext], list[HttpRoute]]
             "embeddings": routes.embeddings,
         }
         declared = [
-            HttpRoute(("GET",), f"{prefix}/models", answered(routes.list_models), category="metadata"),
             HttpRoute(
-                ("GET",), f"{prefix}/models/{{model}}", answered(routes.get_model), category="metadata"
+                ("GET",),
+                f"{prefix}/models",
+                answered(routes.list_models),
+                category="metadata",
+                doc=RouteDoc(summary="The models", responses={200: _OBJECT}),
+            ),
+            HttpRoute(
+                ("GET",),
+                f"{prefix}/models/{{model}}",
+                answered(routes.get_model),
+                category="metadata",
+                doc=RouteDoc(summary="One model", responses={200: _OBJECT}),
             ),
         ]
         declared += [
@@ -156,6 +192,7 @@ def routes_for(settings: Settings) -> Callable[[ServerContext], list[HttpRoute]]
                 hot=True,
                 model_param="",
                 category="inference",
+                doc=_post_doc(path),
             )
             for path, handler in post.items()
         ]

@@ -15,7 +15,15 @@ from typing import Any
 
 import orjson
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, IndexEntry, InvalidArgument, ServerContext
+from modelplatform import (
+    HttpReply,
+    HttpRequest,
+    HttpRoute,
+    IndexEntry,
+    InvalidArgument,
+    RouteDoc,
+    ServerContext,
+)
 
 from .operations import LoadParameters, RepositoryOperations
 from .uploads import FILE_PREFIX
@@ -108,13 +116,35 @@ class RepositoryRoutes:
         return HttpReply(200, b"", EMPTY_TYPE)
 
 
+_INDEX_ENTRY = {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string"}, "version": {"type": "string"}, "state": {"type": "string"},
+    "reason": {"type": "string"}}}  # fmt: skip
+_PARAMETERS_BODY = {"type": "object", "properties": {"parameters": {"type": "object"}}}
+_DONE = {200: None}
+INDEX = RouteDoc(summary="The repository's models", request={"type": "object", "properties": {
+    "ready": {"type": "boolean"}}}, responses={200: {"type": "array", "items": _INDEX_ENTRY}})  # fmt: skip
+LOAD = RouteDoc(
+    summary="Load (or reload) a model; parameters: config, file:<path>",
+    request=_PARAMETERS_BODY,
+    responses=_DONE,
+    response_type="text/plain",
+)
+UNLOAD = RouteDoc(
+    summary="Unload a model; parameters: unload_dependents",
+    request=_PARAMETERS_BODY,
+    responses=_DONE,
+    response_type="text/plain",
+)
+
+
 def repository_routes(context: ServerContext) -> list[HttpRoute]:
     routes = RepositoryRoutes(context)
     declared = []
     for prefix in PREFIXES:
         declared += [
-            HttpRoute(("POST",), f"{prefix}/index", routes.index, category=CATEGORY),
-            HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load, category=CATEGORY),
-            HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload, category=CATEGORY),
-        ]
+            HttpRoute(("POST",), f"{prefix}/index", routes.index, category=CATEGORY, doc=INDEX),
+            HttpRoute(("POST",), f"{prefix}/models/{{model}}/load", routes.load, category=CATEGORY, doc=LOAD),
+            HttpRoute(("POST",), f"{prefix}/models/{{model}}/unload", routes.unload, category=CATEGORY,
+                      doc=UNLOAD),
+        ]  # fmt: skip
     return declared

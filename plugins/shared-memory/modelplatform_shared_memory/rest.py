@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument
+from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, RouteDoc
 
 from .operations import SharedMemoryOperations
 
@@ -102,22 +102,39 @@ def shared_memory_routes(operations: SharedMemoryOperations) -> list[HttpRoute]:
 CATEGORY = "shared-memory"
 
 
+_STATUS = RouteDoc(responses={200: {"type": "array", "items": {"type": "object", "properties": {
+    "name": {"type": "string"}, "byte_size": {"type": "integer"}}}}})  # fmt: skip
+#: Triton's register bodies: system regions name a key and offset, CUDA ones an IPC handle.
+_REGISTER_BODY = {
+    "system": {"type": "object", "required": ["key", "byte_size"], "properties": {
+        "key": {"type": "string"}, "offset": {"type": "integer"}, "byte_size": {"type": "integer"}}},
+    "cuda": {"type": "object", "required": ["raw_handle", "byte_size"], "properties": {
+        "raw_handle": {"type": "object", "properties": {"b64": {"type": "string"}}},
+        "device_id": {"type": "integer"}, "byte_size": {"type": "integer"}}},
+}  # fmt: skip
+_DONE = {200: None}
+
+
 def _family(prefix: str, kind: str, status: Any, register: Any, unregister: Any) -> list[HttpRoute]:
     """Triton's five routes of one kind of shared memory, each with a name saying what it does."""
     small = MAX_BODY_BYTES
+    registering = RouteDoc(request=_REGISTER_BODY[kind], responses=_DONE, response_type=EMPTY_TYPE)
+    done = RouteDoc(responses=_DONE, response_type=EMPTY_TYPE)
     return [
-        HttpRoute(("GET",), f"{prefix}/status", status, name=f"{kind} shared memory status", category=CATEGORY),
-        HttpRoute(("GET",), f"{prefix}{REGION}/status", status, name=f"{kind} shared memory region status", category=CATEGORY),
+        HttpRoute(("GET",), f"{prefix}/status", status, name=f"{kind} shared memory status", category=CATEGORY,
+                  doc=_STATUS),
+        HttpRoute(("GET",), f"{prefix}{REGION}/status", status, name=f"{kind} shared memory region status",
+                  category=CATEGORY, doc=_STATUS),
         HttpRoute(
             ("POST",), f"{prefix}{REGION}/register", register,
-            max_body_bytes=small, name=f"{kind} shared memory register", category=CATEGORY,
+            max_body_bytes=small, name=f"{kind} shared memory register", category=CATEGORY, doc=registering,
         ),
         HttpRoute(
             ("POST",), f"{prefix}/unregister", unregister,
-            max_body_bytes=small, name=f"{kind} shared memory unregister all", category=CATEGORY,
+            max_body_bytes=small, name=f"{kind} shared memory unregister all", category=CATEGORY, doc=done,
         ),
         HttpRoute(
             ("POST",), f"{prefix}{REGION}/unregister", unregister,
-            max_body_bytes=small, name=f"{kind} shared memory unregister", category=CATEGORY,
+            max_body_bytes=small, name=f"{kind} shared memory unregister", category=CATEGORY, doc=done,
         ),
     ]  # fmt: skip

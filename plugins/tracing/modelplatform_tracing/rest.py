@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, ServerContext
+from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, RouteDoc, ServerContext
 
 from .settings import TraceSettings
 from .tracing import tracing_of
@@ -69,11 +69,19 @@ def _values(name: str, value: Any) -> list[str] | None:
     raise InvalidArgument(f"trace setting '{name[:64]}' must be a string, a list of strings or null")
 
 
+#: Triton's trace settings: each a string, a list of strings (trace_level) or null.
+SETTINGS = {"type": "object", "description": "trace_level, trace_rate, trace_count, log_frequency, ..."}
+_READ = RouteDoc(summary="The trace settings", responses={200: SETTINGS})
+_CHANGE = RouteDoc(summary="Change the trace settings (null: back to the fallback)", request=SETTINGS,
+                   responses={200: SETTINGS})  # fmt: skip
+
+
 def trace_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TraceRoutes(context)
     return [
-        HttpRoute(("GET",), path, routes.get, max_body_bytes=0, category="trace") for path in (GLOBAL, MODEL)
+        HttpRoute(("GET",), path, routes.get, max_body_bytes=0, category="trace", doc=_READ)
+        for path in (GLOBAL, MODEL)
     ] + [
-        HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES, category="trace")
+        HttpRoute(("POST",), path, routes.post, max_body_bytes=MAX_BODY_BYTES, category="trace", doc=_CHANGE)
         for path in (GLOBAL, MODEL)
     ]

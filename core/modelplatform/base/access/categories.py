@@ -1,7 +1,8 @@
 """API categories: what an operator restricts and what an API key may call.
 
 Triton's restricted-API names, plus ``metrics`` (the Prometheus text) and
-``admin`` (operations on the server itself, e.g. grps online/offline). Every
+``admin`` (operations on the server itself, e.g. grps online/offline) and ``docs``
+(what describes the API: OpenAPI documents, the docs page, gRPC reflection). Every
 HTTP route and every gRPC method declares exactly one (HttpRoute.category,
 GrpcService.categories).
 """
@@ -23,11 +24,13 @@ TRACE = "trace"
 LOGGING = "logging"
 METRICS = "metrics"
 ADMIN = "admin"
+#: What describes the API: the OpenAPI documents, the /docs page, gRPC server reflection.
+DOCS = "docs"
 
 #: Every category name, in the order the docs list them.
 CATEGORIES: tuple[str, ...] = (
     HEALTH, METADATA, INFERENCE, SHARED_MEMORY, MODEL_CONFIG, MODEL_REPOSITORY,
-    STATISTICS, TRACE, LOGGING, METRICS, ADMIN,
+    STATISTICS, TRACE, LOGGING, METRICS, ADMIN, DOCS,
 )  # fmt: skip
 _KNOWN = frozenset(CATEGORIES)
 

@@ -5,6 +5,7 @@ that drives requests without a socket (``modelplatform.testing.ComposedServer``,
 which the fuzzer uses) read a request each in their own way, then ask one
 :class:`HttpDispatch` to
 
+0. answer a CORS preflight (:attr:`HttpDispatch.cors`, when CORS is on),
 1. match it to a declared route (:attr:`HttpDispatch.match`; a miss is
    rendered by the dialect owning the path, :meth:`HttpDispatch.miss`),
 2. admit it: restricted APIs and API keys (:attr:`HttpDispatch.admit`),
@@ -31,6 +32,7 @@ from modelplatform.base.observing import ScopeOpener, counted_in_call, current_s
 from modelplatform.dataplane.declarations import HttpDialect, HttpHandler, HttpReply, HttpRequest, HttpRoute
 from modelplatform.frontends.gate import Verdict, access_gate
 from modelplatform.frontends.http.admission import ALLOWED, HttpAccess
+from modelplatform.frontends.http.cors import Cors
 from modelplatform.frontends.http.encoding import body_limit, call_route, decoded_request
 from modelplatform.frontends.http.failures import PathOwners, route_failure
 from modelplatform.frontends.http.routing import Match, Router
@@ -54,7 +56,7 @@ def _admit_everything(match: Match, headers: Mapping[str, str]) -> Admission:
 class HttpDispatch:
     """One server's routes and the steps every HTTP path takes with a request of one of them."""
 
-    __slots__ = ("router", "owners", "max_request_bytes", "timeouts", "access", "match", "admit")
+    __slots__ = ("router", "owners", "max_request_bytes", "timeouts", "access", "match", "admit", "cors")
 
     def __init__(
         self,
@@ -63,6 +65,7 @@ class HttpDispatch:
         max_request_bytes: int,
         timeouts: HttpTimeouts,
         access: HttpAccess | None = None,
+        cors: Cors | None = None,
     ) -> None:
         self.router = router
         self.owners = owners
@@ -76,6 +79,8 @@ class HttpDispatch:
         self.admit: Callable[[Match, Mapping[str, str]], Admission] = (
             self.access.admit if self.access is not None else _admit_everything
         )
+        #: None when CORS is off (no ``--cors-allow-origin``): nothing is asked per request.
+        self.cors = cors
 
     @classmethod
     def of(cls, context: ServerContext) -> HttpDispatch:
@@ -84,13 +89,14 @@ class HttpDispatch:
         dataplane, limit = context.dataplane, context.settings.max_request_bytes
         router = build_router(
             dialects,
-            {d.name: list(d.routes(context)) for d in dialects},
+            {d.name: list(context.routes_of(d.name)) for d in dialects},
             ScopeOpener(dataplane.observation.observers),
             dataplane.inference.count_refused,
             limit,
         )
         timeouts = HttpTimeouts.of(context.settings)
-        return cls(router, PathOwners(dialects), limit, timeouts, HttpAccess(access_gate(context)))
+        cors = Cors.of(context.settings, router.allowed_methods)
+        return cls(router, PathOwners(dialects), limit, timeouts, HttpAccess(access_gate(context)), cors)
 
     def miss(self, method: str, path: str) -> HttpReply:
         """No route matched: 405 when another method has one, else 404, in the path owner's shape."""

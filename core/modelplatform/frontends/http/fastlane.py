@@ -84,6 +84,8 @@ class LaneRoutes:
     @classmethod
     def of(cls, dispatch: HttpDispatch) -> LaneRoutes:
         methods = sorted({m for route in dispatch.router.routes() if route.hot for m in route.methods})
+        if methods and dispatch.cors is not None:
+            methods.append("OPTIONS")  # preflights of the hot routes are answered here too
         starts = tuple(method.encode() + b" " for method in methods)
         return cls(dispatch, min(FAST_BODY_LIMIT, dispatch.max_request_bytes), starts)
 
@@ -96,6 +98,13 @@ class LaneRoutes:
 class _Request:
     match: Match
     request: HttpRequest
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A request answered without a route: a CORS preflight."""
+
+    reply: HttpReply
 
 
 def _may_become(buffer: bytearray, starts: tuple[bytes, ...]) -> bool:
@@ -201,17 +210,19 @@ class FastLaneProtocol(SanicSeam):
         """One loop per connection: take the next request, answer it, repeat."""
         while True:
             request = self._take()
-            if isinstance(request, _Request):
+            if isinstance(request, (_Request, _Answered)):
                 self._lane_busy = True
                 try:
-                    await self._answer(request)
+                    await (
+                        self._answer(request) if isinstance(request, _Request) else self._reply(request.reply)
+                    )
                 finally:
                     self._lane_busy = False
             elif request is _SANIC:
                 self._hand_to_sanic()
             if self.transport is not None:
                 self.transport.resume_reading()
-            if not isinstance(request, _Request):  # wait for the next bytes that are ours
+            if not isinstance(request, (_Request, _Answered)):  # wait for the next bytes that are ours
                 self._lane_wakeup = self.loop.create_future()
                 await self._wait_for_bytes()
 
@@ -234,7 +245,7 @@ class FastLaneProtocol(SanicSeam):
             self._hand_to_sanic()
             restore_activity(self, silent_since)
 
-    def _take(self) -> _Request | object:
+    def _take(self) -> _Request | _Answered | object:
         buffer, starts = self._lane_buffer, self._routes.starts
         if not buffer:
             return _WAIT
@@ -251,7 +262,9 @@ class FastLaneProtocol(SanicSeam):
             return _SANIC
         return self._request(buffer, end + 4, head, parser)
 
-    def _request(self, buffer: bytearray, body_start: int, head: _Head, parser: Any) -> _Request | object:
+    def _request(
+        self, buffer: bytearray, body_start: int, head: _Head, parser: Any
+    ) -> _Request | _Answered | object:
         headers = head.headers
         if (
             not head.complete
@@ -268,6 +281,8 @@ class FastLaneProtocol(SanicSeam):
             return _SANIC
         length = headers.get("content-length", "0")
         method, path = parser.get_method().decode("latin-1"), head.url.decode("latin-1")
+        if method == "OPTIONS":
+            return self._preflight(buffer, body_start, path, headers, length)
         match = self._routes.dispatch.match(method, path)
         if (
             match is None
@@ -283,6 +298,17 @@ class FastLaneProtocol(SanicSeam):
         del buffer[:body_end]
         return _Request(match, HttpRequest(method, path, match.params, headers, body))
 
+    def _preflight(
+        self, buffer: bytearray, body_start: int, path: str, headers: dict[str, str], length: str
+    ) -> _Answered | object:
+        """A CORS preflight without a body, answered here; anything else OPTIONS is Sanic's."""
+        cors = self._routes.dispatch.cors
+        reply = None if cors is None or length != "0" else cors.preflight("OPTIONS", path, headers)
+        if reply is None:
+            return _SANIC
+        del buffer[:body_start]
+        return _Answered(reply)
+
     def _hand_to_sanic(self) -> None:
         data = bytes(self._lane_buffer)
         self._lane_buffer.clear()
@@ -295,8 +321,13 @@ class FastLaneProtocol(SanicSeam):
         # The write too runs admitted: a streamed body calls the model as it is written.
         with admitted(verdict):
             reply = refusal if refusal is not None else await dispatch.answer(match, request)
-            keep_alive = not self._drain.closing
-            await self._write(reply, keep_alive)
+            if dispatch.cors is not None:
+                reply = dispatch.cors.answered(reply, request.headers)
+            await self._reply(reply)
+
+    async def _reply(self, reply: HttpReply) -> None:
+        keep_alive = not self._drain.closing
+        await self._write(reply, keep_alive)
         if not keep_alive:
             self.close()  # after what is written has left
 

@@ -87,17 +87,26 @@ class Dispatcher:
 
     async def dispatch(self, request: Request) -> HTTPResponse | None:
         http = self.http
+        if http.cors is not None:
+            preflight = http.cors.preflight(request.method, request.path, request.headers)
+            if preflight is not None:
+                return await send_reply(request, preflight)
         match = http.match(request.method, request.path)
         if match is None:
-            return await send_reply(request, http.miss(request.method, request.path))
+            return await self._send(request, http.miss(request.method, request.path))
         refusal, verdict = http.admit(match, request.headers)
         if refusal is not None:
-            return await send_reply(request, refusal)
+            return await self._send(request, refusal)
         with admitted(verdict):
             reply = await self._answer(request, match)
             if self.drain.closing:
                 end_keep_alive(request)
-            return await send_reply(request, reply)
+            return await self._send(request, reply)
+
+    async def _send(self, request: Request, reply: HttpReply) -> HTTPResponse | None:
+        """``reply``, with the CORS headers its origin gets when CORS is on."""
+        cors = self.http.cors
+        return await send_reply(request, reply if cors is None else cors.answered(reply, request.headers))
 
     async def _answer(self, request: Request, match: Match) -> HttpReply:
         http = self.http
@@ -144,7 +153,7 @@ class Dispatcher:
             reply = self.http.owners.render(request.path, str(error) or "bad request", error.status_code)
         else:
             reply = self.http.owners.render(request.path, f"internal error: {type(error).__name__}", 500)
-        response = await send_reply(request, reply)
+        response = await self._send(request, reply)
         assert response is not None  # error replies are one buffer
         return response
 

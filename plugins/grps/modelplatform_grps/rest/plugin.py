@@ -9,14 +9,20 @@ from modelplatform import HttpDialect, Option, ServerContext, Settings, hookimpl
 from ..options import OPTIONS
 from ..runtime import runtime
 from ..status import status_code
-from .routes import DIALECT, PREFIX, grps_routes, render_error
+from .routes import DIALECT, GRPS_MESSAGE, PREFIX, grps_routes, render_error
 
 
 @hookimpl
 def register_http_dialects(settings: Settings) -> list[HttpDialect]:
     return [
         HttpDialect(
-            DIALECT, grps_routes, status_code, render_error, path_prefix=f"{PREFIX}/", protocol="grps_http"
+            DIALECT,
+            grps_routes,
+            status_code,
+            render_error,
+            path_prefix=f"{PREFIX}/",
+            protocol="grps_http",
+            error_schema=GRPS_MESSAGE,
         )
     ]
 

@@ -21,6 +21,7 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     InvalidArgument,
+    RouteDoc,
     ServerContext,
 )
 
@@ -156,20 +157,55 @@ def render_error(message: str, status: int) -> HttpReply:
     return _reply(failure(status, message))
 
 
+_STATUS = {"type": "object", "required": ["code", "msg", "status"], "properties": {
+    "code": {"type": "integer"}, "msg": {"type": "string"}, "status": {"type": "string"}}}  # fmt: skip
+#: grps's answers and errors: a GrpsMessage whose ``status`` carries the outcome.
+GRPS_MESSAGE = {"type": "object", "required": ["status"], "properties": {"status": _STATUS}}
+_PREDICT = RouteDoc(
+    summary="Predict: a GrpsMessage (str_data, bin_data, gtensors, gmap) or an ndarray",
+    request={"type": "object", "properties": {"model": {"type": "string"}, "version": {"type": "string"},
+                                               "str_data": {"type": "string"}, "ndarray": {}, "gtensors": {}}},
+    responses={200: {"type": "object"}},
+    other_types=(OCTET,),
+)  # fmt: skip
+_ANSWER = {200: GRPS_MESSAGE}
+_DOCS = {
+    "online": RouteDoc(summary="Take the server online", responses=_ANSWER),
+    "offline": RouteDoc(summary="Take the server offline (new requests refused)", responses=_ANSWER),
+    "live": RouteDoc(summary="Server live", responses=_ANSWER),
+    "ready": RouteDoc(summary="Server ready", responses=_ANSWER),
+    "server": RouteDoc(summary="Server metadata", responses=_ANSWER),
+    "model": RouteDoc(summary="Model metadata", responses=_ANSWER),
+    "page": RouteDoc(
+        summary="The monitor page", responses={200: {"type": "string"}}, response_type="text/html"
+    ),
+}
+
+
 def grps_routes(context: ServerContext) -> list[HttpRoute]:
     rt = runtime(context)
     routes = GrpsRoutes(context, rt)
     # The model is named in the body: a body that does not decode is counted under model "".
     predict = f"{PREFIX}/infer/predict"
-    declared = [HttpRoute(("POST",), predict, routes.predict, hot=True, model_param="", category="inference")]
+    declared = [HttpRoute(("POST",), predict, routes.predict, hot=True, model_param="", category="inference",
+                          doc=_PREDICT)]  # fmt: skip
     # Taking the server on or off line changes what it serves: admin, not health.
     kinds = (("online", "admin"), ("offline", "admin"), ("live", "health"), ("ready", "health"))
     for kind, category in kinds:
-        declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind), category=category))
+        declared.append(HttpRoute(BOTH, f"{PREFIX}/health/{kind}", getattr(routes, kind), category=category,
+                                  doc=_DOCS[kind]))  # fmt: skip
     declared += [
-        HttpRoute(BOTH, f"{PREFIX}/metadata/server", routes.server_metadata, category="metadata"),
-        HttpRoute(BOTH, f"{PREFIX}/metadata/model", routes.model_metadata, category="metadata"),
-        HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page, category="metrics"),
+        HttpRoute(
+            BOTH,
+            f"{PREFIX}/metadata/server",
+            routes.server_metadata,
+            category="metadata",
+            doc=_DOCS["server"],
+        ),
+        HttpRoute(
+            BOTH, f"{PREFIX}/metadata/model", routes.model_metadata, category="metadata", doc=_DOCS["model"]
+        ),
+        HttpRoute(("GET",), f"{PREFIX}/monitor", routes.page, category="metrics", doc=_DOCS["page"]),
         HttpRoute(("GET",), f"{PREFIX}/monitor/series", routes.series, category="metrics"),
         HttpRoute(("GET",), f"{PREFIX}/monitor/metrics", routes.metrics, category="metrics"),
     ]

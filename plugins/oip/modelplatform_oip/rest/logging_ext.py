@@ -15,6 +15,7 @@ from modelplatform import (
     HttpRequest,
     HttpRoute,
     InvalidArgument,
+    RouteDoc,
     log_settings,
     update_log_settings,
 )
@@ -44,10 +45,20 @@ class LoggingChanges:
         return HttpReply(200, orjson.dumps(now))
 
 
+#: Triton's logging settings document (every field optional in a change).
+SETTINGS_SCHEMA = {"type": "object", "properties": {
+    "log_file": {"type": "string"}, "log_info": {"type": "boolean"}, "log_warning": {"type": "boolean"},
+    "log_error": {"type": "boolean"}, "log_verbose_level": {"type": "integer", "minimum": 0},
+    "log_format": {"type": "string"}}}  # fmt: skip
+_READ = RouteDoc(summary="The log settings", responses={200: SETTINGS_SCHEMA})
+_CHANGE = RouteDoc(
+    summary="Change the log settings", request=SETTINGS_SCHEMA, responses={200: SETTINGS_SCHEMA}
+)
+
+
 def logging_routes(broadcast: Broadcast) -> list[HttpRoute]:
     return [
-        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0, category="logging"),
-        HttpRoute(
-            ("POST",), PATH, LoggingChanges(broadcast).post, max_body_bytes=MAX_BODY_BYTES, category="logging"
-        ),
-    ]
+        HttpRoute(("GET",), PATH, get_logging, max_body_bytes=0, category="logging", doc=_READ),
+        HttpRoute(("POST",), PATH, LoggingChanges(broadcast).post, max_body_bytes=MAX_BODY_BYTES,
+                  category="logging", doc=_CHANGE),
+    ]  # fmt: skip

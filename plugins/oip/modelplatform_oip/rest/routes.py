@@ -28,6 +28,7 @@ from ..regions import Regions
 from .codec import BINARY_CODEC, DIALECT, HEADER_LENGTH, EncodedResponse, RestCodec
 from .json_codec import encode_json, load_json, parse_request
 from .logging_ext import logging_routes
+from .schemas import INFER, MODEL_METADATA, SERVER_METADATA, STATISTICS, answers, health
 
 MODEL = "/v2/models/{model}"
 VERSIONED = "/v2/models/{model}/versions/{version:int}"
@@ -161,24 +162,24 @@ def _model(request: HttpRequest) -> tuple[str, str]:
 def oip_routes(context: ServerContext) -> list[HttpRoute]:
     routes = OipRoutes(context)
     declared = [
-        HttpRoute(("GET",), "/v2", routes.server_metadata, category="metadata"),
-        HttpRoute(("GET",), "/v2/health/live", routes.live, category="health"),
-        HttpRoute(("GET",), "/v2/health/ready", routes.ready, category="health"),
-        HttpRoute(("GET",), "/v2/models/stats", routes.statistics, category="statistics"),
-    ]
+        HttpRoute(("GET",), "/v2", routes.server_metadata, category="metadata",
+                  doc=answers("Server metadata", SERVER_METADATA)),
+        HttpRoute(("GET",), "/v2/health/live", routes.live, category="health", doc=health("Server live")),
+        HttpRoute(("GET",), "/v2/health/ready", routes.ready, category="health", doc=health("Server ready")),
+        HttpRoute(("GET",), "/v2/models/stats", routes.statistics, category="statistics",
+                  doc=answers("Every model's statistics", STATISTICS)),
+    ]  # fmt: skip
     for prefix in (MODEL, VERSIONED):
         declared += [
-            HttpRoute(("GET",), prefix, routes.model_metadata, category="metadata"),
-            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready, category="health"),
-            HttpRoute(("GET",), f"{prefix}/config", routes.model_config, category="model-config"),
-            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics, category="statistics"),
-            HttpRoute(
-                ("POST",),
-                f"{prefix}/infer",
-                routes.infer,
-                hot=True,
-                model_param="model",
-                category="inference",
-            ),
-        ]
+            HttpRoute(("GET",), prefix, routes.model_metadata, category="metadata",
+                      doc=answers("Model metadata", MODEL_METADATA)),
+            HttpRoute(("GET",), f"{prefix}/ready", routes.model_ready, category="health",
+                      doc=health("Model ready")),
+            HttpRoute(("GET",), f"{prefix}/config", routes.model_config, category="model-config",
+                      doc=answers("Model configuration", {"type": "object"})),
+            HttpRoute(("GET",), f"{prefix}/stats", routes.statistics, category="statistics",
+                      doc=answers("Model statistics", STATISTICS)),
+            HttpRoute(("POST",), f"{prefix}/infer", routes.infer, hot=True, model_param="model",
+                      category="inference", doc=INFER),
+        ]  # fmt: skip
     return declared + logging_routes(context.broadcast)

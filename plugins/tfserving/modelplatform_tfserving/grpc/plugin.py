@@ -5,6 +5,8 @@ from __future__ import annotations
 from modelplatform import GrpcService, Settings, hookimpl
 
 # A hook implementation both tfserving plugins offer: either alone warms a model up.
+from ..protos import POOL
+from ..protos import services_pb2 as services_pb2  # the services' descriptors in POOL, for reflection
 from ..warmup import warmup_requests as warmup_requests
 from .servicer import add_model_service, add_prediction_service, first_task_model, model_named
 
@@ -22,6 +24,7 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
             | {"MultiInference": first_task_model},
             categories=dict.fromkeys(("Predict", "Classify", "Regress", "MultiInference"), "inference")
             | {"GetModelMetadata": "metadata"},
+            descriptor_pool=POOL,  # its messages live in a pool of their own (protos/__init__.py)
         ),
         # Reloading the model config changes what is served, as the repository API does.
         GrpcService(
@@ -29,5 +32,6 @@ def register_grpc_services(settings: Settings) -> list[GrpcService]:
             add_model_service,
             protocol=PROTOCOL,
             categories={"GetModelStatus": "metadata", "HandleReloadConfigRequest": "model-repository"},
+            descriptor_pool=POOL,
         ),
     ]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, ServerContext
+from modelplatform import HttpReply, HttpRequest, HttpRoute, InvalidArgument, RouteDoc, ServerContext
 
 from ..examples import examples_from_json
 from ..json_body import parse_object
@@ -122,9 +122,23 @@ def _classifications(results: list[Classification]) -> str:
     return "[" + ", ".join(rows) + ("\n" + INDENT + "]" if rows else "]")
 
 
+_OBJECT = {"type": "object"}
+#: TF Serving's request bodies (its REST API page): row (``instances``) or columnar (``inputs``)
+#: for predict, ``examples`` for classify and regress.
+PREDICT_BODY = {"type": "object", "description": "predict: instances (row) or inputs (columnar); "
+                "classify/regress: examples", "properties": {
+    "signature_name": {"type": "string"}, "instances": {"type": "array"}, "inputs": {},
+    "examples": {"type": "array", "items": _OBJECT}, "context": _OBJECT}}  # fmt: skip
+_PREDICT = RouteDoc(summary="Predict, classify or regress", request=PREDICT_BODY, responses={200: _OBJECT})
+_STATUS = RouteDoc(summary="Model version status", responses={200: _OBJECT})
+_METADATA = RouteDoc(summary="Model metadata (signature defs)", responses={200: _OBJECT})
+_MODELS = RouteDoc(summary="Every model's status", responses={200: _OBJECT})
+
+
 def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
     routes = TfRoutes(context)
-    declared = [HttpRoute(("GET",), "/v1/models", routes.all_models, ignore_case=True, category="metadata")]
+    declared = [HttpRoute(("GET",), "/v1/models", routes.all_models, ignore_case=True, category="metadata",
+                          doc=_MODELS)]  # fmt: skip
     for servable in SERVABLES:
         path = f"/v1/models/{servable}"
         declared += [
@@ -136,9 +150,17 @@ def tfserving_routes(context: ServerContext) -> list[HttpRoute]:
                 ignore_case=True,
                 model_param="model",
                 category="inference",
+                doc=_PREDICT,
             ),
-            HttpRoute(("GET",), path, routes.status, ignore_case=True, category="metadata"),
-            HttpRoute(("GET",), f"{path}/metadata", routes.metadata, ignore_case=True, category="metadata"),
+            HttpRoute(("GET",), path, routes.status, ignore_case=True, category="metadata", doc=_STATUS),
+            HttpRoute(
+                ("GET",),
+                f"{path}/metadata",
+                routes.metadata,
+                ignore_case=True,
+                category="metadata",
+                doc=_METADATA,
+            ),
         ]
     # Every other /v1 path answers TF Serving's own "not found" shape: metadata, like /v1/models.
     declared.append(

@@ -1,0 +1,1 @@
+"""modelplatform's ``reflection`` plugin: gRPC server reflection (v1, v1alpha) of every loaded service."""
