@@ -1,7 +1,7 @@
 """`simple` over gRPC at c1 and c8: two trees side by side, plain port, --single-port and TLS.
 
 Starts, for the tree this file is in and for ``--before`` (another checkout,
-e.g. ``git worktree add /tmp/before <commit>``), a server on each listener:
+e.g. ``git worktree add "$OLD_TREE" <commit>``), a server on each listener:
 the plain gRPC port, ``--single-port`` (gRPC sorted from HTTP/1.1 on the HTTP
 port) and the gRPC port with TLS (certificates made for the run); plus the
 bare grpc.aio echo server (canned.py ``grpc``) with grpc's default experiments
@@ -11,7 +11,7 @@ them one after the other, round after round (the order reversed every other
 round); the table shows each row's median, its spread and the median p50.
 On a shared machine only rows of the same run compare.
 
-    python benchmarks/grpc_variants.py --before /tmp/before --rounds 4
+    python benchmarks/grpc_variants.py --before "$OLD_TREE" --rounds 4
 """
 
 from __future__ import annotations
