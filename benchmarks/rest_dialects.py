@@ -1,4 +1,6 @@
-"""One `simple` request per REST dialect, for the wrk rows of `make bench`.
+"""One `simple` request per REST dialect, for the wrk rows of `make bench`; and one
+`saved_model_half_plus_three` request per dialect (TF Serving's toy model, three
+FP32 elements), a second group with its own OIP reference.
 
 Each dialect gets the same question in its own words: INPUT0 = 0..15 and
 INPUT1 = sixteen ones, both INT32 [1, 16], both outputs wanted as JSON. The
@@ -38,6 +40,9 @@ class RestRequest:
     body: bytes
     read_outputs: Callable[[dict], Outputs]
     headers: dict[str, str] = field(default_factory=dict)
+    #: What the answer must hold, and the model asked.
+    expected: Outputs = field(default_factory=lambda: EXPECTED)
+    model: str = MODEL
 
 
 class BodyRejected(RuntimeError):
@@ -60,6 +65,15 @@ def _tfserving_outputs(answer: dict) -> Outputs:
 
 def _grps_outputs(answer: dict) -> Outputs:
     return {t["name"]: (t["shape"], t["flat_int32"]) for t in answer["gtensors"]["tensors"]}
+
+
+def _grps_float_outputs(answer: dict) -> Outputs:
+    return {t["name"]: (t["shape"], t["flat_float32"]) for t in answer["gtensors"]["tensors"]}
+
+
+def _tfserving_single_output(name: str) -> Callable[[dict], Outputs]:
+    """Row form of a one-output signature: ``predictions`` is the list of values itself."""
+    return lambda answer: {name: ([len(answer["predictions"])], answer["predictions"])}
 
 
 def _oip_request() -> RestRequest:
@@ -112,11 +126,52 @@ TFSERVING = _tfserving_request()
 GRPS = _grps_request()
 REQUESTS = (OIP, TFSERVING, GRPS)
 
+HALF_PLUS_THREE_MODEL = "saved_model_half_plus_three"
+_X = [1.0, 2.0, 5.0]
+_Y = {"y": ([3], [0.5 * x + 3 for x in _X])}
+_JSON = {"Content-Type": "application/json"}
+HALF_PLUS_THREE = (
+    RestRequest(
+        f"{HALF_PLUS_THREE_MODEL} oip-rest JSON c8 (wrk)",
+        f"/v2/models/{HALF_PLUS_THREE_MODEL}/infer",
+        _compact({"inputs": [{"name": "x", "datatype": "FP32", "shape": [3], "data": _X}]}),
+        _oip_outputs,
+        _JSON,
+        _Y,
+        HALF_PLUS_THREE_MODEL,
+    ),
+    RestRequest(
+        f"{HALF_PLUS_THREE_MODEL} tfserving-rest :predict c8 (wrk)",
+        f"/v1/models/{HALF_PLUS_THREE_MODEL}:predict",
+        _compact({"instances": _X}),
+        _tfserving_single_output("y"),
+        _JSON,
+        _Y,
+        HALF_PLUS_THREE_MODEL,
+    ),
+    RestRequest(
+        f"{HALF_PLUS_THREE_MODEL} grps-rest predict c8 (wrk)",
+        "/grps/v1/infer/predict",
+        _compact({"model": HALF_PLUS_THREE_MODEL, "ndarray": _X}),
+        _grps_float_outputs,
+        _JSON,
+        _Y,
+        HALF_PLUS_THREE_MODEL,
+    ),
+)
+#: Each group: its OIP reference first, then the dialects measured against it.
+GROUPS = (REQUESTS, HALF_PLUS_THREE)
 
-def chosen(only: str) -> list[RestRequest]:
-    """The requests whose label contains `only`, with OIP (the reference) whenever any is chosen."""
-    picked = [r for r in REQUESTS if only in r.label]
-    return [OIP, *(r for r in picked if r is not OIP)] if picked else []
+
+def chosen(only: str) -> list[list[RestRequest]]:
+    """Per group, the requests whose label contains `only`, with the group's OIP reference
+    first whenever any of the group is chosen."""
+    groups = []
+    for reference, *dialects in GROUPS:
+        picked = [r for r in (reference, *dialects) if only in r.label]
+        if picked:
+            groups.append([reference, *(r for r in picked if r is not reference)])
+    return groups
 
 
 def check(request: RestRequest, host: str, port: int) -> None:
@@ -134,5 +189,5 @@ def check(request: RestRequest, host: str, port: int) -> None:
         outputs = request.read_outputs(json.loads(data))
     except (ValueError, KeyError, IndexError, TypeError) as error:
         raise BodyRejected(f"{request.label}: unreadable answer ({error!r}): {data[:500]!r}") from error
-    if outputs != EXPECTED:
-        raise BodyRejected(f"{request.label}: expected {EXPECTED}, got {outputs}")
+    if outputs != request.expected:
+        raise BodyRejected(f"{request.label}: expected {request.expected}, got {outputs}")

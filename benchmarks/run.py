@@ -10,7 +10,8 @@ stability rule rarely converges on a busy 2-core machine).
 The "(wrk)" rows put TF Serving REST `:predict` and grps REST predict beside
 OIP HTTP JSON, all at c8 with wrk (perf_analyzer speaks only OIP): one
 `simple` request per dialect (rest_dialects.py), each checked once before
-anything is measured. They are measured in rounds (OIP, its canned ceiling,
+anything is measured; then the same for `saved_model_half_plus_three`,
+against its own OIP row. They are measured in rounds (OIP, its canned ceiling,
 then each dialect, back to back); a dialect row's "of oip wrk" is the median
 of its per-round ratios to the OIP row. Choosing any of them measures the
 OIP row too, as their reference.
@@ -274,7 +275,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     chosen = [s for s in scenarios() if args.only in s.label]
-    rest = rest_dialects.chosen(args.only)
+    rest_groups = rest_dialects.chosen(args.only)
+    rest = [request for group in rest_groups for request in group]
     metrics_cost = args.only in METRICS_SCENARIO.label + " metrics"
     tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
     peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
@@ -288,14 +290,14 @@ def main() -> None:
     results = []
     with ServerProcess("--model-repository", str(repository), *args.server_args.split()) as server:
         check_rest_bodies(rest, server)
-        capture(server, {s.model for s in chosen} | ({rest_dialects.MODEL} if rest else set()), folder)
+        capture(server, {s.model for s in chosen} | {r.model for r in rest}, folder)
         canned = {kind: Canned(kind, folder) for kind in ("http", "grpc", "grpc-sync")}
         try:
             for scenario in chosen:
                 rows = [measure_pair(scenario, server, canned) for _ in range(max(1, args.repeat))]
                 results.append(median_row(rows))
-            if rest:
-                results += measure_rest_rows(rest, server, canned["http"], max(1, args.repeat))
+            for group in rest_groups:
+                results += measure_rest_rows(group, server, canned["http"], max(1, args.repeat))
             if metrics_cost:
                 results += measure_metrics_cost(server, repository, args.server_args, max(1, args.repeat))
             if tls_cost:
@@ -387,6 +389,7 @@ def measure_rest_round(
                 "ceiling": None,
                 "ceiling_server": "",
                 "of_reference": rate / ours if ours else 0.0,
+                "reference": reference.label,
             }
         )
         print_row(rows[-1])
@@ -519,7 +522,7 @@ def median_row(rows: list[dict]) -> dict:
 
 def print_row(row: dict) -> None:
     if row["ceiling"] is None:
-        against = f"{row['of_reference']:.2f} of {rest_dialects.OIP.label} this round"
+        against = f"{row['of_reference']:.2f} of {row.get('reference', rest_dialects.OIP.label)} this round"
     else:
         against = f"ceiling {row['ceiling']:.1f}/s, {row['ceiling_server']}"
     print(f"measured {row['scenario']}: {row['ours']:.1f}/s ({against})", file=sys.stderr, flush=True)

@@ -32,7 +32,7 @@ REQUESTS = 96
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     repository = tmp_path_factory.mktemp("smoke")
-    for name in ("sleep_2ms", "sleep_2ms_batched", "simple"):
+    for name in ("sleep_2ms", "sleep_2ms_batched", "simple", "saved_model_half_plus_three"):
         shutil.copytree(MODEL_REPOSITORY / name, repository / name)
     _twin(repository, "sleep_2ms", "sleep_2ms_x2", "instance_group [ { count: 2 kind: KIND_CPU } ]\n")
     with ServerProcess("--model-repository", str(repository)) as process:
@@ -106,6 +106,11 @@ rest_dialects = _bench_module("rest_dialects")
 
 @pytest.mark.parametrize("bench_request", rest_dialects.REQUESTS, ids=lambda r: r.label)
 def test_rest_dialect_bench_body_is_answered_with_the_expected_outputs(server, bench_request) -> None:
+    rest_dialects.check(bench_request, "127.0.0.1", server.http_port)
+
+
+@pytest.mark.parametrize("bench_request", rest_dialects.HALF_PLUS_THREE, ids=lambda r: r.label)
+def test_half_plus_three_bench_body_is_answered_with_the_expected_outputs(server, bench_request) -> None:
     rest_dialects.check(bench_request, "127.0.0.1", server.http_port)
 
 

@@ -11,7 +11,12 @@ from google.protobuf import json_format
 from modelplatform import InferenceResponse, Tensor
 from modelplatform_grps.converter import to_message
 from modelplatform_grps.protos.grps_pb2 import GrpsMessage
-from modelplatform_grps.rest.json_io import _plain_gtensors, dump_message, gtensors_reply
+from modelplatform_grps.rest.json_io import (
+    _plain_gtensors,
+    dump_message,
+    float_gtensors_reply,
+    gtensors_reply,
+)
 from modelplatform_grps.status import success
 
 TENSOR = {"name": "x", "dtype": "DT_INT32", "shape": [1, 3], "flat_int32": [1, -2, 3]}
@@ -91,3 +96,37 @@ def test_direct_reply_equals_the_message_path_or_steps_aside(name):
     if fast is not None:
         assert fast == dump_message(success(to_message(response, "gtensors")))
     assert (fast is not None) == (name == "ints")
+
+
+FLOAT_OUTPUTS = {
+    "fp32": ([("A", "FP32", (1, 4))], [0.1, -2.5, 3.4028235e38, 1e-45]),
+    "fp64": ([("A", "FP64", (2, 2))], [0.1, -2.5, 1e300, 5e-324]),
+    "both": ([("A", "FP32", (2,)), ("B", "FP64", (2,))], [1 / 3, -0.0]),
+    "nan": ([("A", "FP32", (2,))], [float("nan"), 1.0]),
+    "infinity": ([("A", "FP64", (2,))], [float("inf"), 1.0]),
+    "fp16": ([("A", "FP16", (2,))], [0.5, 1.0]),
+    "with-ints": ([("A", "FP32", (2,)), ("B", "INT32", (2,))], [1.5, 2.0]),
+    "empty": ([("A", "FP32", (0,))], []),
+}
+DTYPES = {"FP16": np.float16, "FP32": np.float32, "FP64": np.float64, "INT32": np.int32}
+
+
+@pytest.mark.parametrize("name", FLOAT_OUTPUTS)
+def test_float_reply_equals_the_message_path_or_steps_aside(name):
+    specs, values = FLOAT_OUTPUTS[name]
+    outputs = []
+    for tensor_name, datatype, shape in specs:
+        count = int(np.prod(shape))
+        data = np.resize(np.array(values or [0.0], dtype=np.float64), count).astype(DTYPES[datatype])
+        outputs.append(Tensor(tensor_name, datatype, shape, data.reshape(shape)))
+    response = InferenceResponse("m", "1", outputs)
+    fast = float_gtensors_reply(response)
+    if fast is not None:
+        assert fast == dump_message(success(to_message(response, "gtensors")))
+    assert (fast is not None) == (name in ("fp32", "fp64", "both"))
+
+
+def test_float_reply_matches_protobuf_for_many_float32_values():
+    values = np.random.default_rng(32).standard_normal(2000).astype(np.float32) * np.float32(1e6)
+    response = InferenceResponse("m", "1", [Tensor("y", "FP32", (2000,), values)])
+    assert float_gtensors_reply(response) == dump_message(success(to_message(response, "ndarray")))

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orjson
 from google.protobuf import json_format
+from google.protobuf.internal.type_checkers import ToShortestFloat
 
 from modelplatform import InferenceResponse, InvalidArgument
 
@@ -143,6 +145,37 @@ def gtensors_reply(response: InferenceResponse) -> bytes | None:
             return None
         values = tensor.data.reshape(-1).tolist()
         tensors.append({"name": tensor.name, "dtype": dt, "shape": list(tensor.shape), _FIELD[dt]: values})
+    if not tensors:
+        return None
+    return orjson.dumps({"status": _SUCCESS, "gtensors": {"tensors": tensors}})
+
+
+#: Float outputs protobuf prints as JSON numbers: float32 in its shortest form (what
+#: ``json_format`` calls for a float field), float64 as Python prints it.
+_PLAIN_FLOATS = {"FP32": ("DT_FLOAT32", "flat_float32"), "FP64": ("DT_FLOAT64", "flat_float64")}
+
+
+def float_gtensors_reply(response: InferenceResponse) -> bytes | None:
+    """A gtensors success reply for FP32/FP64 outputs written straight from the outputs.
+
+    The bytes equal ``dump_message(success(to_message(...)))``: each float32 goes
+    through the function ``json_format`` itself applies to a float field. ``None``
+    when an output is of another type, unnamed, shapeless, empty, or holds a NaN or
+    an infinity (protobuf writes those as strings), so the message path keeps them.
+    """
+    tensors = []
+    for tensor in response.outputs:
+        plain = _PLAIN_FLOATS.get(tensor.datatype)
+        if plain is None or not tensor.name or not tensor.shape or not tensor.data.size:
+            return None
+        flat = tensor.data.reshape(-1)
+        if not np.isfinite(flat).all():
+            return None
+        values = flat.tolist()
+        if tensor.datatype == "FP32":
+            values = [ToShortestFloat(v) for v in values]
+        dt, field = plain
+        tensors.append({"name": tensor.name, "dtype": dt, "shape": list(tensor.shape), field: values})
     if not tensors:
         return None
     return orjson.dumps({"status": _SUCCESS, "gtensors": {"tensors": tensors}})

@@ -31,7 +31,7 @@ from ..protos.grps_pb2 import GrpsMessage
 from ..runtime import GrpsRuntime, runtime
 from ..status import failure, success
 from .custom import custom_routes
-from .json_io import JSON, dump_message, gtensors_reply, load_object, parse_predict
+from .json_io import JSON, dump_message, float_gtensors_reply, gtensors_reply, load_object, parse_predict
 from .streaming import stream_reply, wants_streaming
 
 DIALECT = "grps-rest"
@@ -148,8 +148,14 @@ def _answer(response: InferenceResponse, kind: str, as_ndarray: bool) -> HttpRep
     raw = single_bytes_of(response) if kind == "bin_data" else None
     if raw is not None:
         return HttpReply(200, raw, OCTET)
-    fast = gtensors_reply(response) if kind == "gtensors" else None
+    fast = _direct_gtensors(response) if kind in ("gtensors", "ndarray") else None
     return _json(fast) if fast is not None else _reply(success(to_message(response, kind)))
+
+
+def _direct_gtensors(response: InferenceResponse) -> bytes | None:
+    """The gtensors reply written without the message (both kinds answer gtensors), or None."""
+    fast = gtensors_reply(response)
+    return fast if fast is not None else float_gtensors_reply(response)
 
 
 def render_error(message: str, status: int) -> HttpReply:

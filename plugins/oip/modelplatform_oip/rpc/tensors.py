@@ -71,21 +71,28 @@ def _decode(
     read_region: RegionReader | None,
     raw: Sequence[bytes | memoryview],
 ) -> InferenceRequest:
-    shared = [REGION in item.parameters for item in message.inputs]
+    items = list(message.inputs)  # protobuf builds a wrapper per access: read them once
+    shared = [REGION in item.parameters for item in items]
     in_memory = len(shared) - sum(shared)
     if raw and len(raw) != in_memory:
         raise InvalidArgument(
             f"raw_input_contents has {len(raw)} entries for {in_memory} inputs"
             + (" not in shared memory" if in_memory != len(shared) else "")
         )
-    entries = iter(raw)
-    inputs = [
-        _region_input(item, limits, read_region)
-        if shared[i]
-        else _input(item, next(entries) if raw else None, limits)
-        for i, item in enumerate(message.inputs)
-    ]
-    outputs = [RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in message.outputs]
+    if raw and in_memory == len(items):  # the common case: every input in raw_input_contents
+        inputs = [_input(item, contents, limits) for item, contents in zip(items, raw)]
+    else:
+        entries = iter(raw)
+        inputs = [
+            _region_input(item, limits, read_region)
+            if shared[i]
+            else _input(item, next(entries) if raw else None, limits)
+            for i, item in enumerate(items)
+        ]
+    requested = message.outputs
+    outputs = (
+        [RequestedOutput(o.name, parameters.from_proto(o.parameters)) for o in requested] if requested else []
+    )
     return InferenceRequest(
         model_name=message.model_name,
         model_version=message.model_version,
