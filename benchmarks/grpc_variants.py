@@ -35,8 +35,11 @@ sys.path.insert(0, str(HERE))
 
 import run  # noqa: E402 - the bench's certificates and canned capture, beside this file
 
-from modelplatform.composition.grpc_experiments import GRPC_EXPERIMENTS  # noqa: E402 - after run's path
 from modelplatform.testing import ServerProcess, free_port  # noqa: E402 - after run's path
+
+#: What the server sets before importing grpc (core/modelplatform/composition/grpc_experiments.py),
+#: given to the bare server too so both sides of a row run with the same grpc core.
+GRPC_EXPERIMENTS = "-event_engine_listener"
 
 
 @dataclass
