@@ -152,7 +152,7 @@ def _message(item: Any, index: int) -> dict[str, str]:
         raise FieldError(f"Invalid '{where}': expected an object.", where, "invalid_type")
     fields.refuse_others(item, _MESSAGE_FIELDS, {"tool_calls": [], "refusal": "", "audio": _ALWAYS})
     role = item.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:  # a list or object is no role (and unhashable)
         raise FieldError(f"Invalid '{where}.role': expected one of {sorted(_ROLES)}.", f"{where}.role",
                          "invalid_value")  # fmt: skip
     message = {"role": role, "content": _content(item.get("content"), f"{where}.content")}

@@ -57,6 +57,7 @@ def test_a_stream_is_sse_data_lines_ending_in_done(http):
         ({**CHAT, "stream_options": {"include_usage": True}}, "stream_options", "invalid_value"),
         ({"model": "tiny_lm"}, "messages", "missing_required_parameter"),
         ({**CHAT, "messages": [{"role": "robot", "content": "x"}]}, "messages[0].role", "invalid_value"),
+        ({**CHAT, "messages": [{"role": ["user"], "content": "x"}]}, "messages[0].role", "invalid_value"),
         ({**CHAT, "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
          "messages[0].content[0]", "unsupported_content"),
     ],
