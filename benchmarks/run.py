@@ -59,7 +59,7 @@ it), a bare grpc.aio echo server and grpc.aio's floor (no work in Python),
 round after round, all serving the same python-backend model files; they
 print a table of their own.
 
-The "torchscript" rows (framework_rows.py) serve a TorchScript MLP with dynamic
+The "torchscript" rows (torchscript_rows.py) serve a TorchScript MLP with dynamic
 batching at c1 and c8 over HTTP binary and gRPC; their "ceiling" is the same
 module called in this process with the batch sizes the server ran (the bare
 framework), so the fraction is the share of bare torch's throughput served.
@@ -89,7 +89,6 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-import framework_rows
 import grpc
 import openai_rows
 import peer
@@ -97,6 +96,7 @@ import pipelines
 import rest_dialects
 import savedmodel_rows
 import shm_rows
+import torchscript_rows
 import wrk
 
 from modelplatform.testing import ServerProcess, free_port
@@ -281,7 +281,7 @@ def main() -> None:
     tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
     peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
     shm = shm_rows.chosen(args.only)
-    framework = framework_rows.chosen(args.only)
+    framework = torchscript_rows.chosen(args.only)
     savedmodel = savedmodel_rows.chosen(args.only)
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
@@ -309,7 +309,7 @@ def main() -> None:
                     shm, measure_arguments, repository, args.server_args, max(1, args.repeat)
                 )
             if framework:
-                results += framework_rows.measure_rows(
+                results += torchscript_rows.measure_rows(
                     framework, measure_arguments, args.server_args, max(1, args.repeat)
                 )
             if savedmodel:

@@ -1,8 +1,8 @@
-"""The torchscript rows of `make bench` (benchmarks/framework_rows.py), without perf_analyzer."""
+"""The torchscript rows of `make bench` (benchmarks/torchscript_rows.py on framework_bench.py), without perf_analyzer."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -14,18 +14,14 @@ torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _framework_rows():
-    spec = importlib.util.spec_from_file_location(
-        "bench_framework_rows", ROOT / "benchmarks" / "framework_rows.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+def _benchmark(name: str):
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))  # the rows import framework_bench as run.py does
+    return importlib.import_module(name)
 
 
-rows = _framework_rows()
+rows = _benchmark("torchscript_rows")
+bench = _benchmark("framework_bench")
 
 
 def test_rows_are_chosen_by_label_or_by_framework():
@@ -40,13 +36,13 @@ def test_rows_are_chosen_by_label_or_by_framework():
 
 
 def test_bench_repository_holds_a_model_the_bare_rate_can_run(monkeypatch):
-    monkeypatch.setattr(rows, "BARE_SECONDS", 0.05)
-    repository = rows._repository()
+    monkeypatch.setattr(bench, "BARE_SECONDS", 0.05)
+    repository = bench.build_repository(rows.TORCHSCRIPT)
     try:
         assert (repository / rows.MODEL / "config.pbtxt").read_text() == rows.CONFIG
-        module = rows._bare_module(repository)
-        one, mixed = rows._bare_rate(module, {1: 10}), rows._bare_rate(module, {1: 2, 8: 6})
+        call = rows.TORCHSCRIPT.bare(repository / rows.MODEL)
+        one, mixed = bench.bare_rate(call, {1: 10}), bench.bare_rate(call, {1: 2, 8: 6})
     finally:
         shutil.rmtree(repository)
     assert one > 0 and mixed > 0
-    assert rows._bare_rate(module, {}) == 0.0
+    assert bench.bare_rate(call, {}) == 0.0
