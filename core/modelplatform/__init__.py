@@ -12,6 +12,9 @@ lives in the plugin that owns it or in a documented sub-API:
 
 - ``modelplatform.datatypes``: tensor datatypes, their numpy dtypes, sizes
   and BYTES wire form (backends and codecs);
+- ``modelplatform.batching``: a dynamic batcher's requests joined along the
+  batch axis into one framework call and its outputs cut back per request
+  (backends of batching models);
 - ``modelplatform.statistics``: the ``ModelStats`` that
   ``dataplane.observation.statistics()`` answers, and a server's latency histogram bounds
   (``set_latency_buckets(server, bounds)``, from the ``configure`` hook), and the

@@ -35,7 +35,7 @@ PUBLISHED = {
     "modelplatform_ensemble": re.compile(r"modelplatform_ensemble\.api$"),  # the pipeline engine (grps DAG)
 }
 #: The core's documented sub-APIs (modelplatform/__init__.py lists them): public like ``modelplatform``.
-SUB_APIS = {"modelplatform.datatypes", "modelplatform.statistics"}
+SUB_APIS = {"modelplatform.datatypes", "modelplatform.statistics", "modelplatform.batching"}
 GENERATED = re.compile(r"_pb2(_grpc)?\.pyi?$")
 NEUTRAL = ["base.inference", "dataplane.facade", "models", "models.scheduling", "models.backend",
            "base.errors", "base.dtypes", "base.validation", "models.stats"]  # fmt: skip

@@ -18,7 +18,7 @@ draws them). Where the top-level modules sit, and why:
   Composition builds the plugin manager from it; no front end needs it, and
   placing it under them keeps the reference manual free of any transport.
 - ``modelplatform`` (``__init__``, the plugin-author API), its documented
-  sub-APIs ``datatypes`` and ``statistics``, ``testing`` (the in-process
+  sub-APIs ``datatypes``, ``statistics`` and ``batching``, ``testing`` (the in-process
   server for plugin authors) and ``__main__`` (``python -m modelplatform``)
   are the top: they re-export or start what lies below, and
   nothing in the core imports them.
@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "modelplatform.__main__",
         "modelplatform.datatypes",
         "modelplatform.statistics",
+        "modelplatform.batching",
     ),
 )
 #: The most modules and packages side by side at core/modelplatform/'s top level.

@@ -46,6 +46,7 @@ SUB_APIS = {
         "COUNTER", "GAUGE", "HISTOGRAM", "CustomFamily", "CustomMetric", "FamilySnapshot",
         "MetricSample", "custom_metrics",
     },
+    "modelplatform.batching": {"join_inputs", "joinable", "rows", "split_outputs"},
 }  # fmt: skip
 
 

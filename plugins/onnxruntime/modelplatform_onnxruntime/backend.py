@@ -5,7 +5,11 @@ machine without it. Session runs go to a worker thread: ONNX Runtime
 releases the GIL while it computes, so the event loop keeps serving. Each
 ``instance_group`` instance owns its own session. A request running alone
 whose outputs have a destination (a shared-memory window) has them written
-there by ONNX Runtime itself where iobinding.py can bind them.
+there by ONNX Runtime itself where iobinding.py can bind them. The dynamic
+batcher's requests run as one session run when they carry the same inputs,
+ask for the same outputs and fit ``max_batch_size`` together
+(``modelplatform.batching``); each runs alone otherwise, and when the joined
+run fails, so a bad request fails by itself.
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ from modelplatform import (
     ModelPlatformError,
     Tensor,
 )
+from modelplatform.batching import join_inputs, joinable, rows, split_outputs
 from modelplatform.datatypes import as_bytes_array
 
-from . import batching, iobinding, options, signature
+from . import iobinding, options, signature
 
 log = structlog.get_logger("modelplatform_onnxruntime")
 
@@ -80,7 +85,7 @@ class OnnxRuntimeBackend(Backend):
         self._session = None  # ORT frees the session with its last reference
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        if batching.can_merge(batch, self.config.max_batch_size):
+        if joinable(batch, self.config.max_batch_size):
             merged = await self._execute_merged(batch)
             if merged is not None:
                 return merged
@@ -90,8 +95,8 @@ class OnnxRuntimeBackend(Backend):
         """One run for the whole batch; None when it failed (each request then runs alone)."""
         try:
             names = self._output_names(batch[0])
-            arrays = await self._run(names, batching.merge(batch))
-            parts = batching.split(arrays, [batching.batch_size(r) for r in batch])
+            arrays = await self._run(names, join_inputs(batch))
+            parts = split_outputs(arrays, [rows(r) for r in batch])
         except Exception as error:  # noqa: BLE001 - retried one by one below
             log.warning("merged_run_failed", model=self.config.name, reason=str(error))
             return None

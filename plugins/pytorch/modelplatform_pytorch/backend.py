@@ -4,7 +4,10 @@ Triton's ``backend: "pytorch"`` / ``platform: "pytorch_libtorch"``. torch is
 imported in :meth:`load` (through ``engine``), so this plugin imports on a
 machine without it. Each ``instance_group`` instance owns its own module on
 its own device (placement.py) and runs one execute at a time in a worker
-thread; the dynamic batcher's requests run as one forward (batching.py).
+thread; the dynamic batcher's requests run as one forward when they carry the
+same inputs and fit ``max_batch_size`` together (``modelplatform.batching``;
+the forward computes every output any of them asked for, and the engine joins
+their pieces on the device), each alone otherwise and when that forward fails.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from modelplatform import (
     Tensor,
     Unavailable,
 )
+from modelplatform.batching import joinable, rows, split_outputs
 
-from . import availability, batching, parameters
+from . import availability, parameters
 
 if TYPE_CHECKING:
     from .engine import TorchModel
@@ -75,7 +79,7 @@ class PyTorchBackend(Backend):
             await asyncio.to_thread(model.close)
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        if batching.can_merge(batch, self.config.max_batch_size):
+        if joinable(batch, self.config.max_batch_size, same_outputs=False):
             merged = await self._execute_merged(batch)
             if merged is not None:
                 return merged
@@ -85,7 +89,7 @@ class PyTorchBackend(Backend):
         """One forward for the whole batch; None when it failed (each request then runs alone)."""
         try:
             arrays = await self._infer(batch, self._wanted(batch))
-            parts = batching.split(arrays, [batching.rows(r) for r in batch])
+            parts = split_outputs(arrays, [rows(r) for r in batch])
         except Exception as error:  # noqa: BLE001 - retried one by one below
             log.warning("merged_run_failed", model=self.config.name, reason=str(error))
             return None

@@ -9,7 +9,11 @@ TensorFlow is imported in :meth:`load` (it takes seconds and much memory), so
 the plugin imports without it. A request's input names pick the signature
 (completion.py names them); its arrays go to the signature's function as
 TensorFlow tensors, on a worker thread: TensorFlow releases the GIL while it
-computes, so the event loop keeps serving.
+computes, so the event loop keeps serving. The dynamic batcher's requests run
+as one call when they send the same inputs (so the same signature), ask for
+the same outputs and fit ``max_batch_size`` together (``modelplatform.batching``);
+each runs alone otherwise, and when the joined call fails, so a bad request
+fails by itself.
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ from modelplatform import (
     ModelPlatformError,
     Tensor,
 )
+from modelplatform.batching import join_inputs, joinable, rows, split_outputs
 from modelplatform.datatypes import as_bytes_array
 
-from . import availability, batching, completion, signature_defs
+from . import availability, completion, signature_defs
 from .completion import Routing
 
 log = structlog.get_logger("modelplatform_tensorflow")
@@ -93,7 +98,7 @@ class TensorFlowBackend(Backend):
         self._functions, self._loaded = {}, None  # TensorFlow frees them with their last reference
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        if batching.can_merge(batch, self.config.max_batch_size):
+        if joinable(batch, self.config.max_batch_size):
             merged = await self._execute_merged(batch)
             if merged is not None:
                 return merged
@@ -102,8 +107,8 @@ class TensorFlowBackend(Backend):
     async def _execute_merged(self, batch: Sequence[InferenceRequest]) -> ExecuteResult | None:
         """One call for the whole batch; None when it failed (each request then runs alone)."""
         try:
-            arrays = await self._run(batch[0], batching.merge(batch))
-            parts = batching.split(arrays, [batching.batch_size(r) for r in batch])
+            arrays = await self._run(batch[0], join_inputs(batch))
+            parts = split_outputs(arrays, [rows(r) for r in batch])
         except Exception as error:  # noqa: BLE001 - retried one by one below
             log.warning("merged_run_failed", model=self.config.name, reason=str(error))
             return None
