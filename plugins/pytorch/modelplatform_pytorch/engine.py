@@ -34,7 +34,7 @@ from . import threads
 from .binding import Argument, Binding, bind
 from .parameters import TorchSettings
 from .placement import Placement, place
-from .tensors import as_numpy, as_torch, write_to_device
+from .tensors import as_numpy, as_torch, check_datatype, write_to_device
 
 log = structlog.get_logger("modelplatform_pytorch")
 
@@ -137,7 +137,7 @@ class TorchModel:
         value = self._pick(result, name)
         window = windows.get(name) if windows else None
         if window is not None and isinstance(value, torch.Tensor) and value.is_cuda:
-            as_numpy(self.name, name, value[:0], datatype)  # the datatype check, on no data
+            check_datatype(self.name, name, value, datatype)
             return write_to_device(value.contiguous(), window)
         return as_numpy(self.name, name, value, datatype)
 

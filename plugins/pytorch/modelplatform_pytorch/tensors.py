@@ -58,15 +58,20 @@ def as_numpy(model: str, name: str, value: Any, datatype: str) -> np.ndarray:
     """One forward result as the response array of output ``name`` (configured as ``datatype``)."""
     if isinstance(value, list):
         return _bytes_array(model, name, value, datatype)
+    check_datatype(model, name, value, datatype)
+    host = value.detach().cpu()
+    if datatype == "BF16":
+        return host.view(torch.int16).numpy().view(np.uint16)
+    return host.numpy()
+
+
+def check_datatype(model: str, name: str, value: Any, datatype: str) -> None:
+    """Fail the call unless ``value`` is a tensor of the configured ``datatype`` (no data is read)."""
     if not isinstance(value, torch.Tensor):
         raise _mismatch(model, name, f"a {type(value).__name__}, not a tensor or List[str]")
     produced = DATATYPES.get(value.dtype, str(value.dtype))
     if produced != datatype:
         raise _mismatch(model, name, f"{produced}, the configuration says {datatype}")
-    host = value.detach().cpu()
-    if datatype == "BF16":
-        return host.view(torch.int16).numpy().view(np.uint16)
-    return host.numpy()
 
 
 def _bytes_array(model: str, name: str, value: list[Any], datatype: str) -> np.ndarray:
