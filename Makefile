@@ -11,8 +11,11 @@ SOURCES := pyproject.toml $(wildcard requirements/*.txt) $(wildcard plugins/*/py
 serve: $(STAMP)
 	$(BIN)/platform serve --model-repository model_repository
 
+# Tests run in TEST_WORKERS processes (pytest-xdist), each test file whole in one of them, so a
+# file's module fixtures (its servers) start once; TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: lint $(STAMP) perf-analyzer chromium prometheus
-	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not gpu" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # ruff's lint rules, ruff's formatting and mypy over core and every plugin (the rules and the
 # strictness: pyproject.toml, CONTRIBUTING.md "Lint and types"); `make test` runs it first.

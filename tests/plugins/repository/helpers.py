@@ -53,7 +53,7 @@ def grpc_client(grpc_url: str, code: str) -> Any:
         "import json, tritonclient.grpc as grpcclient\n"
         "from tritonclient.utils import InferenceServerException\n"
         f"client = grpcclient.InferenceServerClient('{grpc_url}')\n"
-        "result = None\n" + textwrap.dedent(code) + "\nprint(json.dumps(result))\n"
+        "result = None\n" + textwrap.dedent(code) + "\nclient.close()\nprint(json.dumps(result))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
