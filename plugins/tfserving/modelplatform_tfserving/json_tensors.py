@@ -76,6 +76,8 @@ def _flatten(value: Any, shape: list[int]) -> list[Any] | None:
     """Leaves in row-major order, or None when the nesting is not rectangular."""
     if not shape:
         return None if isinstance(value, list) else [value]
+    if len(shape) == 1:  # the common small body: the list itself, when no leaf is a list
+        return None if list in set(map(type, value)) else value
     try:
         nested = np.array(value, dtype=object)
     except ValueError:
