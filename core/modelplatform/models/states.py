@@ -161,9 +161,12 @@ class ModelRecord:
 
     def latest_ready(self) -> ModelVersion:
         """The newest READY version; else ModelNotReady (first load running) or ModelNotFound."""
-        ready = [v for v in self.versions.values() if v.ready]
-        if ready:
-            return max(ready, key=lambda v: v.version)
+        newest = None
+        for candidate in self.versions.values():  # one pass, no list: every unversioned request asks
+            if candidate.ready and (newest is None or candidate.version > newest.version):
+                newest = candidate
+        if newest is not None:
+            return newest
         if self.first_load_running():
             raise ModelNotReady(self.name)
         reasons = (_failure(v) for v in self.versions.values())
