@@ -57,11 +57,13 @@ class TfService:
     ) -> dict[str, np.ndarray]:
         """Run the signature; the answer maps output aliases to arrays."""
         sig = target.signature
-        _check_aliases(sig, inputs)
-        by_alias = {a.alias: a for a in sig.inputs}
+        by_alias = sig.inputs_by_alias
+        if inputs.keys() != by_alias.keys():
+            _check_aliases(sig, inputs)
         tensors = [_tensor(by_alias[name], array) for name, array in inputs.items()]
         outputs = _outputs(sig, output_filter)
-        arrays = await self._run(target.model, tensors, outputs)
+        named = not (sig.every_output and not output_filter)  # else the model's whole answer
+        arrays = await self._run(target.model, tensors, outputs, named)
         return {a.alias: arrays[a.spec.name] for a in outputs}
 
     async def regress(self, target: Resolved, examples: list[Example]) -> list[float]:
@@ -98,13 +100,15 @@ class TfService:
         return await self._run(target.model, tensors, outputs)
 
     async def _run(
-        self, model: VersionInfo, tensors: list[Tensor], outputs: list[Alias]
+        self, model: VersionInfo, tensors: list[Tensor], outputs: list[Alias], named: bool = True
     ) -> dict[str, np.ndarray]:
+        """The model's outputs by tensor name: ``outputs`` asked for by name, or (``named``
+        False, when they are all the model has) the whole answer, without the per-name checks."""
         request = InferenceRequest(
             model_name=model.name,
             model_version=model.version,
             inputs=tensors,
-            outputs=[RequestedOutput(a.spec.name) for a in outputs],
+            outputs=[RequestedOutput(a.spec.name) for a in outputs] if named else None,
         )
         try:
             response = await self.inference.infer(request)

@@ -23,7 +23,7 @@ process never share one.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelplatform import Internal, ModelConfig, ServerContext, TensorSpec, VersionInfo
@@ -57,6 +57,13 @@ class Signature:
     outputs: tuple[Alias, ...]
     #: Examples reach the one input as serialized tf.Example messages.
     serialized_examples: bool = False
+    #: The outputs are every output the model declares: a predict without a filter names none.
+    every_output: bool = False
+    #: The inputs by alias, built once: every predict looks its inputs up here.
+    inputs_by_alias: dict[str, Alias] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs_by_alias", {a.alias: a for a in self.inputs})
 
     def input_names(self) -> list[str]:
         return [a.alias for a in self.inputs]
@@ -133,6 +140,7 @@ def _default(config: ModelConfig) -> Signature:
         PREDICT,
         tuple(_alias(config, s.name, s) for s in config.inputs),
         tuple(_alias(config, s.name, s) for s in config.outputs),
+        every_output=True,
     )
 
 
@@ -148,7 +156,8 @@ def _signature(config: ModelConfig, name: str, body: Any) -> Signature:
     serialized = body.get("examples", "") == SERIALIZED
     if serialized and (len(inputs) != 1 or inputs[0].spec.datatype != "BYTES"):
         raise _bad(config, SIGNATURES_KEY, f"signature '{name}': serialized examples need one string input")
-    return Signature(name, method, inputs, outputs, serialized)
+    every_output = {a.spec.name for a in outputs} == {s.name for s in config.outputs}
+    return Signature(name, method, inputs, outputs, serialized, every_output)
 
 
 def _aliases(config: ModelConfig, name: str, mapping: Any, lookup: Any, kind: str) -> tuple[Alias, ...]:
