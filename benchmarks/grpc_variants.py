@@ -56,7 +56,7 @@ def python_path(tree: Path) -> str:
 
 
 def start_server(
-    name: str, tree: Path, mode: str, certificates: tuple[Path, Path, Path], folder: Path
+    name: str, tree: Path, mode: str, certificates: tuple[Path, Path, Path], folder: Path, extra: list[str]
 ) -> Variant:
     http, grpc_port, metrics = free_port(), free_port(), free_port()
     env = {**os.environ, "PYTHONPATH": python_path(tree), "MODELPLATFORM_DRAIN_DELAY_SECS": "0"}
@@ -64,7 +64,7 @@ def start_server(
     env.pop("GRPC_EXPERIMENTS", None)  # each tree chooses its own
     command = [
         sys.executable, "-m", "modelplatform", "serve", "--host", "127.0.0.1", "--http-port", str(http),
-        "--grpc-port", str(grpc_port), "--model-repository", str(tree / "model_repository"),
+        "--grpc-port", str(grpc_port), "--model-repository", str(tree / "model_repository"), *extra,
     ]  # fmt: skip
     if mode == "single-port":
         command.append("--single-port")
@@ -128,6 +128,12 @@ def main() -> None:
     parser.add_argument("--before", type=Path, required=True, help="the other checkout (its tree root)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--concurrency", default="1,8")
+    parser.add_argument(
+        "--server-args",
+        default="",
+        help="more `platform serve` arguments for both trees' servers "
+        "(e.g. --disable-plugin NAME for plugins the older tree does not have)",
+    )
     arguments = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="grpc-variants-"))
     certificates = run.make_certificates(folder)
@@ -136,7 +142,7 @@ def main() -> None:
     with ServerProcess("--model-repository", str(ROOT / "model_repository")) as server:
         run.capture(server, {"simple"}, canned)
     variants = [
-        start_server(f"{tree_name} {mode}", tree, mode, certificates, folder)
+        start_server(f"{tree_name} {mode}", tree, mode, certificates, folder, arguments.server_args.split())
         for mode in ("plain", "single-port", "tls")
         for tree_name, tree in (("before", arguments.before.resolve()), ("after", ROOT))
     ]
