@@ -1,6 +1,7 @@
 """Opt-in helpers for testing plugins and models against a real server.
 
-- :func:`free_port`: a TCP port nothing listens on right now.
+- :func:`free_port`: a TCP port nothing listens on right now (under pytest-xdist,
+  from this worker's share of ports).
 - :class:`ServerProcess`: ``platform serve`` as a subprocess on free ports,
   waited on until it reports ``server_started``; stopped with SIGTERM.
 - :class:`InProcessServer`: the full server (HTTP + gRPC) in the running
@@ -65,9 +66,35 @@ _FUNCTIONS: dict[str, ModelFunction] = {}
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port the kernel reports free now, from this test process's share of them.
+
+    The port stays free until a server binds it, which takes a moment. Under
+    pytest-xdist, worker ``gwI`` of ``N`` (``PYTEST_XDIST_WORKER``,
+    ``PYTEST_XDIST_WORKER_COUNT``, inherited by the processes a test starts)
+    takes only ports with ``port % N == I``, so two workers never hand out the
+    same port in that moment.
+    """
+    share, workers = _port_share()
+    for _ in range(_SHARE_TRIES):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if port % workers == share:
+            break
+    return port
+
+
+#: Kernel picks tried for a port of this process's share (one in N on average).
+_SHARE_TRIES = 200
+
+
+def _port_share() -> tuple[int, int]:
+    """(this process's share, shares): (0, 1) outside pytest-xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 0):
+        return 0, 1
+    return int(worker[2:]) % int(count), int(count)
 
 
 def function_model(name: str, function: ModelFunction) -> None:

@@ -1,0 +1,39 @@
+"""modelplatform.testing.free_port: free ports, and under pytest-xdist only the worker's share of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from modelplatform.testing import free_port
+
+PORTS = "from modelplatform.testing import free_port; import json; print(json.dumps([free_port() for _ in range(30)]))"
+
+
+def _ports_in(env: dict[str, str]) -> list[int]:
+    done = subprocess.run([sys.executable, "-c", PORTS], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_free_port_can_be_bound():
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))  # raises if something holds it
+
+
+def test_a_worker_takes_only_its_share_of_ports(monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+
+    assert {port % 3 for port in _ports_in(dict(os.environ))} == {1}
+
+
+def test_outside_xdist_every_port_may_come(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+
+    assert len({port % 3 for port in _ports_in(dict(os.environ))}) > 1
