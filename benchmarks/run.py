@@ -89,6 +89,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import framework_bench
 import grpc
 import openai_rows
 import peer
@@ -107,6 +108,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PERF_ANALYZER = ROOT / ".venv" / "perf_analyzer" / "perf_analyzer"
 MiB = 1024 * 1024
 WRK_CONCURRENCY = 8
+#: The framework rows: one served MLP per framework against the bare framework (framework_bench.py).
+FRAMEWORKS = (torchscript_rows.TORCHSCRIPT, savedmodel_rows.SAVEDMODEL)
 
 
 @dataclass(frozen=True)
@@ -281,8 +284,7 @@ def main() -> None:
     tls_cost = [scenario for scenario in TLS_SCENARIOS if args.only in scenario.label + " tls"]
     peer_rows = [scenario for scenario in peer.peer_scenarios() if args.only in scenario.label]
     shm = shm_rows.chosen(args.only)
-    framework = torchscript_rows.chosen(args.only)
-    savedmodel = savedmodel_rows.chosen(args.only)
+    frameworks = [(f, framework_bench.chosen(f, args.only)) for f in FRAMEWORKS]
     if rest:
         wrk.executable()  # missing wrk fails here, not after the other rows
     repository = bench_repository()
@@ -308,14 +310,11 @@ def main() -> None:
                 results += shm_rows.measure_rows(
                     shm, measure_arguments, repository, args.server_args, max(1, args.repeat)
                 )
-            if framework:
-                results += torchscript_rows.measure_rows(
-                    framework, measure_arguments, args.server_args, max(1, args.repeat)
-                )
-            if savedmodel:
-                results += savedmodel_rows.measure_rows(
-                    savedmodel, measure_arguments, args.server_args, max(1, args.repeat)
-                )
+            for framework, rows in frameworks:
+                if rows:
+                    results += framework_bench.measure_rows(
+                        framework, rows, measure_arguments, args.server_args, max(1, args.repeat)
+                    )
         finally:
             for server_process in canned.values():
                 server_process.stop()

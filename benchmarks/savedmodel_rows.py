@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import framework_bench
 import numpy as np
-from framework_bench import CLASSES, FEATURES, HIDDEN, BareCall, Framework, Measure, Row
+from framework_bench import CLASSES, FEATURES, HIDDEN, BareCall, Framework
 
 MODEL = "savedmodel_mlp"
 CONFIG = f"""name: "{MODEL}"
@@ -50,11 +49,3 @@ def _bare(model_folder: Path) -> BareCall:
 
 
 SAVEDMODEL = Framework("savedmodel", "tensorflow", MODEL, CONFIG, _build, _bare, start_timeout=180)
-
-
-def chosen(only: str) -> list[Row]:
-    return framework_bench.chosen(SAVEDMODEL, only)
-
-
-def measure_rows(rows: list[Row], measure: Measure, server_args: str, repeat: int) -> list[dict]:
-    return framework_bench.measure_rows(SAVEDMODEL, rows, measure, server_args, repeat)

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import framework_bench
 import numpy as np
-from framework_bench import CLASSES, FEATURES, HIDDEN, BareCall, Framework, Measure, Row
+from framework_bench import CLASSES, FEATURES, HIDDEN, BareCall, Framework
 
 MODEL = "torchscript_mlp"
 CONFIG = f"""name: "{MODEL}"
@@ -47,11 +46,3 @@ def _bare(model_folder: Path) -> BareCall:
 
 
 TORCHSCRIPT = Framework("torchscript", "torch", MODEL, CONFIG, _build, _bare, start_timeout=120)
-
-
-def chosen(only: str) -> list[Row]:
-    return framework_bench.chosen(TORCHSCRIPT, only)
-
-
-def measure_rows(rows: list[Row], measure: Measure, server_args: str, repeat: int) -> list[dict]:
-    return framework_bench.measure_rows(TORCHSCRIPT, rows, measure, server_args, repeat)

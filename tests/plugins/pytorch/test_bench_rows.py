@@ -25,14 +25,14 @@ bench = _benchmark("framework_bench")
 
 
 def test_rows_are_chosen_by_label_or_by_framework():
-    assert [r.label for r in rows.chosen("torchscript")] == [
+    assert [r.label for r in bench.chosen(rows.TORCHSCRIPT, "torchscript")] == [
         "torchscript_mlp http-binary c1",
         "torchscript_mlp http-binary c8",
         "torchscript_mlp grpc c1",
         "torchscript_mlp grpc c8",
     ]
-    assert [r.label for r in rows.chosen("grpc c8")] == ["torchscript_mlp grpc c8"]
-    assert rows.chosen("simple") == []
+    assert [r.label for r in bench.chosen(rows.TORCHSCRIPT, "grpc c8")] == ["torchscript_mlp grpc c8"]
+    assert bench.chosen(rows.TORCHSCRIPT, "simple") == []
 
 
 def test_bench_repository_holds_a_model_the_bare_rate_can_run(monkeypatch):
