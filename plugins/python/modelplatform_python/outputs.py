@@ -16,10 +16,13 @@ def to_tensors(config: ModelConfig, outputs: Any) -> list[Tensor]:
         raise InvalidArgument(
             f"model '{config.name}': infer() must return a dict, got {type(outputs).__name__}"
         )
-    tensors = []
-    for spec in config.outputs:
-        if spec.name in outputs:
-            tensors.append(_typed(config.name, spec.name, spec.datatype, outputs[spec.name]))
+    tensors = [
+        _typed(config.name, spec.name, spec.datatype, outputs[spec.name])
+        for spec in config.outputs
+        if spec.name in outputs
+    ]
+    if len(tensors) == len(outputs):  # every output declared (output names are unique)
+        return tensors
     declared = {spec.name for spec in config.outputs}
     for name, value in outputs.items():
         if name not in declared:

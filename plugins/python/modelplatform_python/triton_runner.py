@@ -24,6 +24,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from modelplatform import (
     AlreadyExists,
     Cancelled,
@@ -85,6 +87,8 @@ class TritonRunner:
         self._version_dir = version_dir
         self._instance = instance
         self._model: Any = None
+        #: Whether the model's execute is a coroutine function (found once, at load).
+        self._awaits = False
         #: The backend's compute-phase marks (its own clock until handed one).
         self.phases = PhaseClock()
         #: A decoupled model answers through response senders, any number of times.
@@ -94,17 +98,17 @@ class TritonRunner:
 
     async def load(self) -> None:
         self._model = self._module.TritonPythonModel()
+        self._awaits = inspect.iscoroutinefunction(self._model.execute)
         await _run(getattr(self._model, "initialize", None), self._initialize_args())
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         requests = [_pb_request(r, self._device_inputs) for r in batch]
         self.phases.inputs_ready()
         try:
-            execute = self._model.execute
-            if inspect.iscoroutinefunction(execute):
-                responses = await execute(requests)
+            if self._awaits:
+                responses = await self._model.execute(requests)
             else:
-                responses = await self._caller.call(execute, requests)
+                responses = await self._caller.call(self._model.execute, requests)
         except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
             return [ModelExecutionError(self._config.name, error) for _ in batch]
         finally:
@@ -172,11 +176,15 @@ class TritonRunner:
         windows = {o.name: o.device_destination for o in request.outputs or () if o.device_destination}
         arrays, placed = {}, {}
         for output in outputs:
-            name = output.name()
-            arrays[name], placed[name] = output_value(pb.tensor_value(output), windows.get(name))
+            name, value = output.name(), pb.tensor_value(output)
+            if isinstance(value, np.ndarray):  # host memory, nearly every output: kept as it is
+                arrays[name] = value
+            else:
+                arrays[name], placed[name] = output_value(value, windows.get(name))
         tensors = to_tensors(self._config, arrays)
-        for tensor in tensors:
-            tensor.device = placed.get(tensor.name)
+        if placed:
+            for tensor in tensors:
+                tensor.device = placed.get(tensor.name)
         return tensors
 
     async def _decoupled(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
@@ -202,11 +210,10 @@ class TritonRunner:
 
     async def _execute_decoupled(self, request: Any, sender: ResponseSender) -> None:
         try:
-            execute = self._model.execute
-            if inspect.iscoroutinefunction(execute):
-                returned = await execute([request])
+            if self._awaits:
+                returned = await self._model.execute([request])
             else:
-                returned = await self._caller.call(execute, [request])
+                returned = await self._caller.call(self._model.execute, [request])
         except Exception as error:  # noqa: BLE001 - the stream fails with it
             sender.fail(ModelExecutionError(self._config.name, error))
             return
@@ -240,20 +247,31 @@ def _pb_request(request: InferenceRequest, device_inputs: bool) -> pb.InferenceR
     wanted = [o.name for o in request.outputs] if request.outputs is not None else []
     parameters = request.parameters
     flags = 0
-    if any(key in parameters for key in _SEQUENCE_PARAMETERS):
-        flags = (
-            pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START if parameters.get("sequence_start") is True else 0
-        ) | (pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END if parameters.get("sequence_end") is True else 0)
-        parameters = {k: v for k, v in parameters.items() if k not in _SEQUENCE_PARAMETERS}
+    if not parameters:  # most requests: no JSON encoder on the way (it is not cheap per call)
+        text = "{}"
+    else:
+        if any(key in parameters for key in _SEQUENCE_PARAMETERS):
+            flags = _sequence_flags(parameters)
+            parameters = {k: v for k, v in parameters.items() if k not in _SEQUENCE_PARAMETERS}
+        text = json.dumps(parameters, default=str)
     return pb.InferenceRequest(
         model_name=request.model_name,
         requested_output_names=wanted,
-        inputs=[pb.Tensor(t.name, input_value(t.data, t.device, device_inputs)) for t in request.inputs],
+        inputs=[
+            pb.Tensor(t.name, t.data if t.device is None else input_value(t.data, t.device, device_inputs))
+            for t in request.inputs
+        ],
         request_id=request.id,
         correlation_id=request.parameters.get("sequence_id", 0),
-        parameters=json.dumps(parameters, default=str),
+        parameters=text,
         flags=flags,
     )
+
+
+def _sequence_flags(parameters: Mapping[str, Any]) -> int:
+    start = pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START if parameters.get("sequence_start") is True else 0
+    end = pb.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END if parameters.get("sequence_end") is True else 0
+    return start | end
 
 
 def _error(model: str, error: Any) -> ModelPlatformError:
