@@ -59,6 +59,9 @@ _TABLE: list[dict[str, Any]] = [
     {"name": "http_fast_lane", "help": "C-parsed fast path for hot routes.", "panel": NETWORK},
     {"name": "single_port", "help": "HTTP and gRPC (h2c) both on the HTTP port; no gRPC port.",
      "panel": NETWORK},
+    {"name": "grpc_cpu_placement", "panel": NETWORK,
+     "help": "auto | together | apart: the event loop and grpc's poller on one CPU (together), "
+             "left to the system (apart), or whichever answers more calls (auto)."},
     {"name": "max_request_bytes", "help": "Largest request body.", "panel": LIMITS},
     {"name": "max_tensor_elements", "help": "Largest tensor element count.", "panel": LIMITS},
     {"name": "max_bytes_element", "help": "Largest BYTES element.", "panel": LIMITS},

@@ -90,6 +90,8 @@ class Settings:
     http_fast_lane: bool = True
     #: HTTP/1.1 and gRPC (h2c) on the HTTP port, sorted per connection (oneport.py); no gRPC port.
     single_port: bool = False
+    #: Where the event loop and grpc.aio's poller thread run: auto | together | apart (placement.py).
+    grpc_cpu_placement: str = "auto"
     #: Longest a client may stay silent while sending a request's head or body (HTTP 408); 0 = none.
     http_request_timeout_secs: float = 60.0
     #: Longest the server takes to produce an HTTP answer (the dialect's 504 after); 0 = none.
@@ -193,6 +195,8 @@ def check(settings: Settings) -> None:
         raise InvalidArgument("model_repository_url must be a URL such as s3://bucket/models")
     if settings.repository_restrict and not _is_header_pair(settings.repository_restrict):
         raise InvalidArgument("repository_restrict must be 'header-name:value'")
+    if settings.grpc_cpu_placement not in ("auto", "together", "apart"):
+        raise InvalidArgument("grpc_cpu_placement must be auto, together or apart")
     if settings.log_format not in ("console", "json"):
         raise InvalidArgument("log_format must be console or json")
     for name in ("max_request_bytes", "max_tensor_elements", "max_bytes_element", "workers"):

@@ -41,6 +41,7 @@ from modelplatform.frontends.gate import AccessGate
 from modelplatform.frontends.grpc_server import start_grpc_server
 from modelplatform.frontends.http import HttpFront
 from modelplatform.frontends.oneport import OnePort
+from modelplatform.frontends.placement import Placement, start_placement
 from modelplatform.frontends.tls import ServerTls, server_tls
 from modelplatform.models import ModelManager, repository
 from modelplatform.models.backend import BackendRegistry
@@ -174,6 +175,8 @@ class RunningServer:
         self._grpc: grpc.aio.Server | None = None
         self._poller: asyncio.Task[None] | None = None
         self._grpc_stopped: asyncio.Future[None] | None = None
+        #: Where the loop and grpc.aio's poller run (placement.py); None: left to the system.
+        self._placement: Placement | None = None
         self._tls_watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -186,6 +189,9 @@ class RunningServer:
         await load_initial_models(ctx.settings, self.models)
         self._poller = start_polling(ctx.settings, self.models, self._remote)
         self._grpc = await start_grpc_server(ctx, self._grpc_address())
+        if self._grpc is not None:
+            drain = ctx.dataplane.health.drain
+            self._placement = start_placement(ctx.settings.grpc_cpu_placement, lambda: drain.entered)
         await _call_hooks(self._plugins.manager.hook.startup(server=ctx))
         ctx.dataplane.health.accepting = True
         log.info("server_started", plugins=list(self._plugins.loaded))
@@ -243,6 +249,8 @@ class RunningServer:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         await call_shutdown_hooks(self._plugins.manager, ctx)
+        if self._placement is not None:
+            await self._placement.stop()
         if self._grpc is not None:
             await (self._grpc_stopped or self._grpc.stop(grace=2))
         if self.one_port is not None:

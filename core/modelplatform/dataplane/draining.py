@@ -45,11 +45,13 @@ class ServerShuttingDown(Unavailable):
 class Drain:
     """The drain phase, and the dataplane calls in flight (the tasks running them)."""
 
-    __slots__ = ("phase", "_calls")
+    __slots__ = ("phase", "_calls", "entered")
 
     def __init__(self) -> None:
         self.phase = Phase.SERVING
         self._calls: set[asyncio.Task[object]] = set()
+        #: Calls entered since start: the call rate grpc's CPU placement compares (placement.py).
+        self.entered = 0
 
     @property
     def started(self) -> bool:
@@ -75,6 +77,7 @@ class Drain:
         """Count the current task as a call in flight; refused once the budget has run out."""
         if self.phase is Phase.ENDED:
             raise ServerShuttingDown()
+        self.entered += 1
         task = asyncio.current_task()
         if task is not None:
             self._calls.add(task)

@@ -1,0 +1,204 @@
+"""Which CPUs the event loop and grpc.aio's poller thread run on (``--grpc-cpu-placement``).
+
+grpc.aio hands every completion (a call arrived, an answer went out) from
+its poller thread to the event loop through a socket pair. When the two
+threads sit on different CPUs, each hand-off is a cross-CPU wake-up and the
+call's data changes caches; on the 2-core machine of docs/performance.md a
+one-at-a-time gRPC client got 1,750 calls/s that way and about 2,550/s with
+both threads on one CPU. Under concurrency the loop alone needs a whole CPU,
+and sharing it with the poller cost a fifth of the c8 rate. Neither
+placement wins everywhere, so ``auto`` (the default) tries them: while calls
+arrive it runs with one placement, every few seconds tries the other for a
+moment, and keeps whichever answered more calls per second (one CPU when
+they tie: less CPU for the same answers). ``together`` always shares one CPU,
+``apart`` leaves both where the operating system puts them (no pinning).
+
+A thread inherits its creator's CPUs, so threads and processes started while
+the loop is pinned (model instance threads, ``asyncio.to_thread`` workers, a
+framework's own pool, python model instances of ``kind: process``) would be
+stuck on the one CPU: every tick gives each of them, and each thread of the
+server's child processes, the CPUs the server started with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+log = structlog.get_logger("modelplatform.placement")
+
+PLACEMENTS = ("auto", "together", "apart")
+#: Seconds between looks at the call rate.
+TICK_SECS = 0.25
+#: Ticks with one placement before the other is tried: soon after calls start coming, then
+#: FIRST, doubled while the tries lose, up to MAX.
+QUICK_TRY_TICKS, FIRST_TRY_TICKS, MAX_TRY_TICKS = 2, 16, 128
+#: A try wins when its rate beats the kept one's by this factor (one CPU wins ties, within 5 %).
+APART_MUST_WIN_BY, TOGETHER_MAY_LOSE_BY = 1.10, 0.95
+
+
+def poller_threads() -> list[threading.Thread]:
+    """grpc.aio's completion-queue poller(s): Python threads running ``_poll_wrapper``."""
+    return [t for t in threading.enumerate() if "_poll_wrapper" in t.name and t.native_id is not None]
+
+
+@dataclass
+class Pinning:
+    """Moves the loop's thread and the pollers between one CPU and every CPU allowed."""
+
+    cpu: int
+    allowed: frozenset[int]
+    threads: tuple[int, ...]  # native ids: the loop's own first
+    together: bool = False
+
+    def place(self, together: bool) -> None:
+        mask = {self.cpu} if together else set(self.allowed)
+        for native_id in self.threads:
+            os.sched_setaffinity(native_id, mask)
+        self.together = together
+
+    def release_others(self) -> None:
+        """Threads other than ours, and child processes' threads, stuck on the one CPU get
+        the process's CPUs back."""
+        if not self.together:
+            return
+        for native_id in _threads_and_children():
+            if native_id in self.threads:
+                continue
+            try:
+                if os.sched_getaffinity(native_id) == {self.cpu}:
+                    os.sched_setaffinity(native_id, self.allowed)
+            except OSError:  # it ended meanwhile
+                continue
+
+
+def _threads_and_children() -> list[int]:
+    """This process's threads and its child processes' threads (Linux's /proc)."""
+    ids: list[int] = []
+    for name in _listed("/proc/self/task"):
+        ids.append(int(name))
+        try:
+            with open(f"/proc/self/task/{name}/children") as children:
+                pids = children.read().split()
+        except OSError:
+            continue
+        for pid in pids:
+            ids.extend(int(tid) for tid in _listed(f"/proc/{pid}/task"))
+    return ids
+
+
+def _listed(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+class Chooser:
+    """The ``auto`` rule: given each tick's call rate, which placement to have next.
+
+    Runs together; after ``try_ticks`` ticks with calls it tries the other
+    placement (one tick to settle, one measured) and keeps the better. The
+    first try comes two ticks after calls start; a try that loses doubles the
+    wait before the next one, so a steady load is disturbed ever more rarely;
+    an idle tick moves back to one CPU.
+    """
+
+    def __init__(self) -> None:
+        self.together = True
+        self._ticks = 0
+        self._try_ticks = QUICK_TRY_TICKS
+        self._phase = "run"
+        self._kept_rate = 0.0
+
+    def step(self, rate: float) -> bool:
+        """The placement for the next tick (True: together) after one tick at ``rate`` calls/s."""
+        self._ticks += 1
+        if self._phase == "settle":
+            self._phase = "measure"
+        elif self._phase == "measure":
+            self._decide(rate)
+        elif rate == 0:  # idle: the cheap placement, and a try soon after calls come
+            self._ticks, self.together, self._try_ticks = 0, True, QUICK_TRY_TICKS
+        elif self._ticks >= self._try_ticks:
+            self._kept_rate, self._phase, self.together = rate, "settle", not self.together
+        return self.together
+
+    def _decide(self, rate: float) -> None:
+        factor = TOGETHER_MAY_LOSE_BY if self.together else APART_MUST_WIN_BY
+        won = rate >= self._kept_rate * factor
+        if won:
+            self._try_ticks = FIRST_TRY_TICKS
+        else:
+            self.together = not self.together
+            self._try_ticks = min(max(self._try_ticks * 2, FIRST_TRY_TICKS), MAX_TRY_TICKS)
+        self._phase, self._ticks = "run", 0
+
+
+class Placement:
+    """Runs on the event loop: keeps the pinning the setting asks for, ticking for ``auto``."""
+
+    def __init__(self, pinning: Pinning, calls: Callable[[], int], mode: str) -> None:
+        self._pinning = pinning
+        self._calls = calls
+        self._mode = mode
+        self._chooser = Chooser()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._pinning.place(True)
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._pinning.place(False)
+
+    async def _run(self) -> None:
+        before, calls = time.monotonic(), self._calls()
+        while True:
+            await asyncio.sleep(TICK_SECS)
+            now, count = time.monotonic(), self._calls()
+            rate = (count - calls) / max(now - before, 1e-6)
+            before, calls = now, count
+            if self._mode == "auto":
+                together = self._chooser.step(rate)
+                if together != self._pinning.together:
+                    self._pinning.place(together)
+            self._pinning.release_others()
+
+
+def start_placement(mode: str, calls: Callable[[], int]) -> Placement | None:
+    """Pin the calling (event-loop) thread and grpc.aio's pollers as ``mode`` says; None when
+    nothing is to be done (``apart``, a single CPU, no poller found, no affinity calls)."""
+    if mode == "apart" or not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = frozenset(os.sched_getaffinity(0))
+    pollers = poller_threads()
+    if len(allowed) < 2 or not pollers:
+        log.info("grpc_cpu_placement_off", reason="one CPU" if pollers else "no grpc.aio poller thread")
+        return None
+    loop_thread = threading.get_native_id()
+    threads = (loop_thread, *(t.native_id for t in pollers if t.native_id is not None))
+    pinning = Pinning(_current_cpu(allowed), allowed, threads)
+    placement = Placement(pinning, calls, mode)
+    placement.start()
+    log.info("grpc_cpu_placement", mode=mode, cpu=pinning.cpu)
+    return placement
+
+
+def _current_cpu(allowed: frozenset[int]) -> int:
+    """The CPU this thread runs on now (so ``--workers`` processes spread as the system put them)."""
+    try:
+        with open("/proc/thread-self/stat") as stat:
+            cpu = int(stat.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return min(allowed)
+    return cpu if cpu in allowed else min(allowed)

@@ -1,0 +1,135 @@
+"""Where the event loop and grpc.aio's poller run (frontends/placement.py).
+
+The rule (``Chooser``) is checked on call rates given to it; the pinning on a
+real server, by reading its threads' CPUs from /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from modelplatform.base.errors import InvalidArgument
+from modelplatform.frontends.placement import FIRST_TRY_TICKS, QUICK_TRY_TICKS, Chooser
+from modelplatform.testing import ServerProcess, resolved_settings
+
+from ..conftest import MODEL_REPOSITORY
+
+ALLOWED = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+needs_two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="pinning needs two CPUs")
+
+
+def _run(chooser: Chooser, rate_of: dict[bool, float], ticks: int) -> list[bool]:
+    """Placements chosen over ``ticks`` ticks of a steady load answering ``rate_of[together]``."""
+    placements = []
+    for _ in range(ticks):
+        placements.append(chooser.step(rate_of[chooser.together]))
+    return placements
+
+
+def test_idle_stays_together_and_tries_nothing():
+    chooser = Chooser()
+    assert _run(chooser, {True: 0.0, False: 0.0}, 50) == [True] * 50
+
+
+def test_a_load_that_wants_two_cpus_moves_apart_soon_and_stays():
+    chooser = Chooser()
+    placements = _run(chooser, {True: 2_700.0, False: 3_600.0}, 400)
+    assert placements[QUICK_TRY_TICKS - 1] is False  # tried apart right after calls began
+    assert placements[QUICK_TRY_TICKS + 1] is False  # and kept it: it answered more
+    assert placements.count(False) > 0.95 * len(placements)  # later tries of one CPU lose
+
+
+def test_a_load_that_wants_one_cpu_goes_back_and_tries_ever_more_rarely():
+    chooser = Chooser()
+    placements = _run(chooser, {True: 2_500.0, False: 1_750.0}, 600)
+    apart = [i for i, together in enumerate(placements) if not together]
+    tries = [i for i in apart if i == 0 or i - 1 not in apart]
+    assert placements[-1] is True
+    assert len(tries) >= 3
+    gaps = [b - a for a, b in zip(tries, tries[1:])]
+    assert gaps == sorted(gaps) and gaps[-1] > gaps[0]  # each lost try waits longer
+    assert gaps[0] >= FIRST_TRY_TICKS
+
+
+def test_a_tie_keeps_one_cpu():
+    chooser = Chooser()
+    placements = _run(chooser, {True: 2_000.0, False: 2_040.0}, 100)
+    assert placements[-1] is True
+
+
+def test_an_unknown_placement_is_refused_by_name():
+    with pytest.raises(InvalidArgument, match="grpc_cpu_placement"):
+        resolved_settings(grpc_cpu_placement="sometimes")
+
+
+def _single_cpu_threads(pid: int) -> dict[int, set[int]]:
+    pinned = {}
+    for name in os.listdir(f"/proc/{pid}/task"):
+        try:
+            cpus = os.sched_getaffinity(int(name))
+        except OSError:
+            continue
+        if len(cpus) == 1:
+            pinned[int(name)] = cpus
+    return pinned
+
+
+@pytest.fixture(scope="module")
+def simple_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("placement")
+    shutil.copytree(MODEL_REPOSITORY / "simple", root / "simple")
+    return root
+
+
+def _infer_over_http(server: ServerProcess, count: int) -> None:
+    body = (
+        b'{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":[' + b",".join([b"1"] * 16)
+        + b']},{"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":[' + b",".join([b"2"] * 16) + b"]}]}"
+    )  # fmt: skip
+    for _ in range(count):
+        request = urllib.request.Request(f"http://{server.http_url}/v2/models/simple/infer", data=body)
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert reply.status == 200
+
+
+@needs_two_cpus
+def test_together_pins_the_loop_and_the_poller_to_one_cpu_and_frees_other_threads(simple_repository):
+    args = ("--model-repository", str(simple_repository), "--grpc-cpu-placement", "together")
+    with ServerProcess(*args) as server:
+        assert server.process is not None
+        pid = server.process.pid
+        pinned = _single_cpu_threads(pid)
+        assert pid in pinned  # the main thread runs the event loop
+        assert len(pinned) == 2, pinned  # the loop and grpc.aio's poller, on the same CPU
+        assert len({cpu for cpus in pinned.values() for cpu in cpus}) == 1
+        # The python model's first calls start its instance thread from the pinned loop.
+        threads_before = len(os.listdir(f"/proc/{pid}/task"))
+        _infer_over_http(server, 6)
+        assert len(os.listdir(f"/proc/{pid}/task")) > threads_before
+        deadline = time.monotonic() + 5
+        while len(_single_cpu_threads(pid)) > 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert set(_single_cpu_threads(pid)) == set(pinned)  # the new thread got every CPU back
+        assert "grpc_cpu_placement" in server.log()
+
+
+@needs_two_cpus
+def test_apart_pins_nothing(simple_repository):
+    args = ("--model-repository", str(simple_repository), "--grpc-cpu-placement", "apart")
+    with ServerProcess(*args) as server:
+        assert server.process is not None
+        _infer_over_http(server, 6)
+        assert _single_cpu_threads(server.process.pid) == {}
+
+
+@needs_two_cpus
+def test_auto_starts_on_one_cpu_while_idle(simple_repository):
+    with ServerProcess("--model-repository", str(simple_repository)) as server:
+        assert server.process is not None
+        assert len(_single_cpu_threads(server.process.pid)) == 2
