@@ -26,6 +26,7 @@ import asyncio
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,11 +35,13 @@ import structlog
 log = structlog.get_logger("modelplatform.placement")
 
 PLACEMENTS = ("auto", "together", "apart")
-#: Seconds between looks at the call rate.
-TICK_SECS = 0.25
+#: Seconds between looks at the call rate (a tick at c1 still sees a few hundred calls).
+TICK_SECS = 0.1
 #: Ticks with one placement before the other is tried: soon after calls start coming, then
 #: FIRST, doubled while the tries lose, up to MAX.
-QUICK_TRY_TICKS, FIRST_TRY_TICKS, MAX_TRY_TICKS = 2, 16, 128
+QUICK_TRY_TICKS, FIRST_TRY_TICKS, MAX_TRY_TICKS = 3, 40, 320
+#: Ticks measured with the placement tried (after one to settle), compared with as many before.
+MEASURED_TICKS = 2
 #: A try wins when its rate beats the kept one's by this factor (one CPU wins ties, within 5 %).
 APART_MUST_WIN_BY, TOGETHER_MAY_LOSE_BY = 1.10, 0.95
 
@@ -104,10 +107,11 @@ class Chooser:
     """The ``auto`` rule: given each tick's call rate, which placement to have next.
 
     Runs together; after ``try_ticks`` ticks with calls it tries the other
-    placement (one tick to settle, one measured) and keeps the better. The
-    first try comes two ticks after calls start; a try that loses doubles the
-    wait before the next one, so a steady load is disturbed ever more rarely;
-    an idle tick moves back to one CPU.
+    placement (one tick to settle, ``MEASURED_TICKS`` measured) and keeps it
+    when its mean rate beats the mean of the last ``MEASURED_TICKS`` ticks
+    before the try. The first try comes three ticks after calls start (two whole ticks to compare); a try
+    that loses doubles the wait before the next one, so a steady load is
+    disturbed ever more rarely; an idle tick moves back to one CPU.
     """
 
     def __init__(self) -> None:
@@ -115,7 +119,8 @@ class Chooser:
         self._ticks = 0
         self._try_ticks = QUICK_TRY_TICKS
         self._phase = "run"
-        self._kept_rate = 0.0
+        self._kept: deque[float] = deque(maxlen=MEASURED_TICKS)  # the kept placement's last rates
+        self._tried: list[float] = []
 
     def step(self, rate: float) -> bool:
         """The placement for the next tick (True: together) after one tick at ``rate`` calls/s."""
@@ -123,18 +128,24 @@ class Chooser:
         if self._phase == "settle":
             self._phase = "measure"
         elif self._phase == "measure":
-            self._decide(rate)
+            self._tried.append(rate)
+            if len(self._tried) == MEASURED_TICKS:
+                self._decide(sum(self._tried) / MEASURED_TICKS)
         elif rate == 0:  # idle: the cheap placement, and a try soon after calls come
             self._ticks, self.together, self._try_ticks = 0, True, QUICK_TRY_TICKS
-        elif self._ticks >= self._try_ticks:
-            self._kept_rate, self._phase, self.together = rate, "settle", not self.together
+            self._kept.clear()
+        else:
+            self._kept.append(rate)
+            if self._ticks >= self._try_ticks:
+                self._phase, self._tried, self.together = "settle", [], not self.together
         return self.together
 
-    def _decide(self, rate: float) -> None:
+    def _decide(self, tried_rate: float) -> None:
+        kept_rate = sum(self._kept) / len(self._kept)
         factor = TOGETHER_MAY_LOSE_BY if self.together else APART_MUST_WIN_BY
-        won = rate >= self._kept_rate * factor
-        if won:
+        if tried_rate >= kept_rate * factor:
             self._try_ticks = FIRST_TRY_TICKS
+            self._kept.clear()
         else:
             self.together = not self.together
             self._try_ticks = min(max(self._try_ticks * 2, FIRST_TRY_TICKS), MAX_TRY_TICKS)
