@@ -134,6 +134,11 @@ def main() -> None:
         help="more `platform serve` arguments for both trees' servers "
         "(e.g. --disable-plugin NAME for plugins the older tree does not have)",
     )
+    parser.add_argument(
+        "--after-args",
+        default="",
+        help="more arguments for this tree's servers only (with --before . : one tree, two settings)",
+    )
     arguments = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="grpc-variants-"))
     certificates = run.make_certificates(folder)
@@ -141,10 +146,18 @@ def main() -> None:
     canned.mkdir()
     with ServerProcess("--model-repository", str(ROOT / "model_repository")) as server:
         run.capture(server, {"simple"}, canned)
+    trees = (("before", arguments.before.resolve(), ""), ("after", ROOT, arguments.after_args))
     variants = [
-        start_server(f"{tree_name} {mode}", tree, mode, certificates, folder, arguments.server_args.split())
+        start_server(
+            f"{tree_name} {mode}",
+            tree,
+            mode,
+            certificates,
+            folder,
+            (arguments.server_args + " " + more).split(),
+        )
         for mode in ("plain", "single-port", "tls")
-        for tree_name, tree in (("before", arguments.before.resolve()), ("after", ROOT))
+        for tree_name, tree, more in trees
     ]
     variants += [
         start_bare("bare aio, grpc defaults", None, canned, folder),
