@@ -34,7 +34,6 @@ import structlog
 
 log = structlog.get_logger("modelplatform.placement")
 
-PLACEMENTS = ("auto", "together", "apart")
 #: Seconds between looks at the call rate (a tick at c1 still sees a few hundred calls).
 TICK_SECS = 0.1
 #: Ticks with one placement before the other is tried: soon after calls start coming, then
