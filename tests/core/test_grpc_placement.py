@@ -39,15 +39,15 @@ def test_idle_stays_together_and_tries_nothing():
 
 def test_a_load_that_wants_two_cpus_moves_apart_soon_and_stays():
     chooser = Chooser()
-    placements = _run(chooser, {True: 2_700.0, False: 3_600.0}, 400)
-    assert placements[QUICK_TRY_TICKS - 1] is False  # tried apart right after calls began
-    assert placements[QUICK_TRY_TICKS + 1] is False  # and kept it: it answered more
+    placements = _run(chooser, {True: 2_700.0, False: 3_600.0}, 1_000)
+    assert placements[QUICK_TRY_TICKS] is False  # tried apart right after calls began
+    assert placements[QUICK_TRY_TICKS + 2] is False  # and kept it: it answered more
     assert placements.count(False) > 0.95 * len(placements)  # later tries of one CPU lose
 
 
 def test_a_load_that_wants_one_cpu_goes_back_and_tries_ever_more_rarely():
     chooser = Chooser()
-    placements = _run(chooser, {True: 2_500.0, False: 1_750.0}, 600)
+    placements = _run(chooser, {True: 2_500.0, False: 1_750.0}, 1_500)
     apart = [i for i, together in enumerate(placements) if not together]
     tries = [i for i in apart if i == 0 or i - 1 not in apart]
     assert placements[-1] is True

@@ -37,10 +37,11 @@ log = structlog.get_logger("modelplatform.placement")
 #: Seconds between looks at the call rate (a tick at c1 still sees a few hundred calls).
 TICK_SECS = 0.1
 #: Ticks with one placement before the other is tried: soon after calls start coming, then
-#: FIRST, doubled while the tries lose, up to MAX.
-QUICK_TRY_TICKS, FIRST_TRY_TICKS, MAX_TRY_TICKS = 3, 40, 320
-#: Ticks measured with the placement tried (after one to settle), compared with as many before.
-MEASURED_TICKS = 2
+#: FIRST, doubled while the tries lose, up to MAX (10 s to a minute: each try costs the
+#: loser's rate for two ticks).
+QUICK_TRY_TICKS, FIRST_TRY_TICKS, MAX_TRY_TICKS = 2, 100, 600
+#: A try: one tick to settle, then one measured against the mean of the last KEPT_TICKS before it.
+KEPT_TICKS = 3
 #: A try wins when its rate beats the kept one's by this factor (one CPU wins ties, within 5 %).
 APART_MUST_WIN_BY, TOGETHER_MAY_LOSE_BY = 1.10, 0.95
 
@@ -106,20 +107,20 @@ class Chooser:
     """The ``auto`` rule: given each tick's call rate, which placement to have next.
 
     Runs together; after ``try_ticks`` ticks with calls it tries the other
-    placement (one tick to settle, ``MEASURED_TICKS`` measured) and keeps it
-    when its mean rate beats the mean of the last ``MEASURED_TICKS`` ticks
-    before the try. The first try comes three ticks after calls start (two whole ticks to compare); a try
-    that loses doubles the wait before the next one, so a steady load is
-    disturbed ever more rarely; an idle tick moves back to one CPU.
+    placement (one tick to settle, one measured) and keeps it when that
+    tick's rate beats the mean of the last ``KEPT_TICKS`` ticks before the
+    try. The first try comes two ticks after calls start (the first of them
+    is partial and not counted); a try that loses doubles the wait before the
+    next one, so a steady load is disturbed ever more rarely; an idle tick
+    moves back to one CPU.
     """
 
     def __init__(self) -> None:
         self.together = True
         self._ticks = 0
         self._try_ticks = QUICK_TRY_TICKS
-        self._phase = "run"
-        self._kept: deque[float] = deque(maxlen=MEASURED_TICKS)  # the kept placement's last rates
-        self._tried: list[float] = []
+        self._phase = "idle"
+        self._kept: deque[float] = deque(maxlen=KEPT_TICKS)  # the kept placement's last rates
 
     def step(self, rate: float) -> bool:
         """The placement for the next tick (True: together) after one tick at ``rate`` calls/s."""
@@ -127,16 +128,16 @@ class Chooser:
         if self._phase == "settle":
             self._phase = "measure"
         elif self._phase == "measure":
-            self._tried.append(rate)
-            if len(self._tried) == MEASURED_TICKS:
-                self._decide(sum(self._tried) / MEASURED_TICKS)
+            self._decide(rate)
         elif rate == 0:  # idle: the cheap placement, and a try soon after calls come
-            self._ticks, self.together, self._try_ticks = 0, True, QUICK_TRY_TICKS
+            self._phase, self.together = "idle", True
+        elif self._phase == "idle":  # calls began during this tick: a partial one, not kept
+            self._phase, self._ticks, self._try_ticks = "run", 0, QUICK_TRY_TICKS
             self._kept.clear()
         else:
             self._kept.append(rate)
             if self._ticks >= self._try_ticks:
-                self._phase, self._tried, self.together = "settle", [], not self.together
+                self._phase, self.together = "settle", not self.together
         return self.together
 
     def _decide(self, tried_rate: float) -> None:
