@@ -32,29 +32,30 @@ def _run(chooser: Chooser, rate_of: dict[bool, float], ticks: int) -> list[bool]
     return placements
 
 
-def test_idle_stays_together_and_tries_nothing():
+def test_idle_stays_apart_and_tries_nothing():
     chooser = Chooser()
-    assert _run(chooser, {True: 0.0, False: 0.0}, 50) == [True] * 50
+    assert _run(chooser, {True: 0.0, False: 0.0}, 50) == [False] * 50
 
 
-def test_a_load_that_wants_two_cpus_moves_apart_soon_and_stays():
+def test_a_load_that_wants_two_cpus_tries_one_soon_and_stays_apart():
     chooser = Chooser()
     placements = _run(chooser, {True: 2_700.0, False: 3_600.0}, 1_000)
-    assert placements[QUICK_TRY_TICKS] is False  # tried apart right after calls began
-    assert placements[QUICK_TRY_TICKS + 2] is False  # and kept it: it answered more
-    assert placements.count(False) > 0.95 * len(placements)  # later tries of one CPU lose
+    assert placements[QUICK_TRY_TICKS] is True  # tried one CPU right after calls began
+    assert placements[QUICK_TRY_TICKS + 2] is False  # and went back: it answered less
+    assert placements.count(False) > 0.95 * len(placements)
 
 
-def test_a_load_that_wants_one_cpu_goes_back_and_tries_ever_more_rarely():
+def test_a_load_that_wants_one_cpu_moves_there_and_tries_apart_ever_more_rarely():
     chooser = Chooser()
     placements = _run(chooser, {True: 2_500.0, False: 1_750.0}, 1_500)
-    apart = [i for i, together in enumerate(placements) if not together]
-    tries = [i for i in apart if i == 0 or i - 1 not in apart]
+    assert placements[QUICK_TRY_TICKS + 2] is True  # tried one CPU and kept it
     assert placements[-1] is True
+    later = range(QUICK_TRY_TICKS + 2, len(placements))
+    tries = [i for i in later if not placements[i] and placements[i - 1]]
     assert len(tries) >= 3
     gaps = [b - a for a, b in zip(tries, tries[1:])]
     assert gaps == sorted(gaps) and gaps[-1] > gaps[0]  # each lost try waits longer
-    assert gaps[0] >= FIRST_TRY_TICKS
+    assert tries[0] - QUICK_TRY_TICKS >= FIRST_TRY_TICKS
 
 
 def test_a_tie_keeps_one_cpu():
@@ -137,7 +138,8 @@ def test_apart_pins_nothing(simple_repository):
 
 
 @needs_two_cpus
-def test_auto_starts_on_one_cpu_while_idle(simple_repository):
+def test_auto_pins_nothing_while_idle(simple_repository):
     with ServerProcess("--model-repository", str(simple_repository)) as server:
         assert server.process is not None
-        assert len(_settled(server.process.pid, 2)) == 2
+        assert _settled(server.process.pid, 0) == {}
+        assert "grpc_cpu_placement" in server.log()

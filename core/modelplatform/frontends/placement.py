@@ -7,10 +7,10 @@ call's data changes caches; on the 2-core machine of docs/performance.md a
 one-at-a-time gRPC client got 1,750 calls/s that way and about 2,550/s with
 both threads on one CPU. Under concurrency the loop alone needs a whole CPU,
 and sharing it with the poller cost a fifth of the c8 rate. Neither
-placement wins everywhere, so ``auto`` (the default) tries them: while calls
-arrive it runs with one placement, every few seconds tries the other for a
-moment, and keeps whichever answered more calls per second (one CPU when
-they tie: less CPU for the same answers). ``together`` always shares one CPU,
+placement wins everywhere, so ``auto`` (the default) tries them: it starts
+unpinned, tries one CPU for a fifth of a second just after calls start, and
+then every 10 s or more, and keeps whichever answered more calls per second
+(one CPU when they tie: less CPU for the same answers). ``together`` always shares one CPU,
 ``apart`` leaves both where the operating system puts them (no pinning).
 
 A thread inherits its creator's CPUs, so threads and processes started while
@@ -106,17 +106,19 @@ def _listed(folder: str) -> list[str]:
 class Chooser:
     """The ``auto`` rule: given each tick's call rate, which placement to have next.
 
-    Runs together; after ``try_ticks`` ticks with calls it tries the other
+    Starts apart, as an unpinned server runs (so a concurrent load, which
+    needs the loop on a CPU of its own, never starts on the slower one); after
+    ``try_ticks`` ticks with calls it tries the other
     placement (one tick to settle, one measured) and keeps it when that
     tick's rate beats the mean of the last ``KEPT_TICKS`` ticks before the
     try. The first try comes two ticks after calls start (the first of them
     is partial and not counted); a try that loses doubles the wait before the
     next one, so a steady load is disturbed ever more rarely; an idle tick
-    moves back to one CPU.
+    goes back to the start.
     """
 
     def __init__(self) -> None:
-        self.together = True
+        self.together = False
         self._ticks = 0
         self._try_ticks = QUICK_TRY_TICKS
         self._phase = "idle"
@@ -129,8 +131,8 @@ class Chooser:
             self._phase = "measure"
         elif self._phase == "measure":
             self._decide(rate)
-        elif rate == 0:  # idle: the cheap placement, and a try soon after calls come
-            self._phase, self.together = "idle", True
+        elif rate == 0:  # idle: as at the start, and a try soon after calls come
+            self._phase, self.together = "idle", False
         elif self._phase == "idle":  # calls began during this tick: a partial one, not kept
             self._phase, self._ticks, self._try_ticks = "run", 0, QUICK_TRY_TICKS
             self._kept.clear()
@@ -163,7 +165,7 @@ class Placement:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._pinning.place(True)
+        self._pinning.place(self._mode == "together")
         self._task = asyncio.ensure_future(self._run())
 
     async def stop(self) -> None:
