@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from modelplatform.base.errors import InvalidArgument
-from modelplatform.frontends.placement import FIRST_TRY_TICKS, QUICK_TRY_TICKS, Chooser
+from modelplatform.frontends.placement import FIRST_TRY_TICKS, QUICK_TRY_TICKS, Chooser, Pinning
 from modelplatform.testing import ServerProcess, resolved_settings
 
 from ..conftest import MODEL_REPOSITORY
@@ -62,6 +63,42 @@ def test_a_tie_keeps_one_cpu():
     chooser = Chooser()
     placements = _run(chooser, {True: 2_000.0, False: 2_040.0}, 100)
     assert placements[-1] is True
+
+
+@needs_two_cpus
+def test_moving_apart_frees_a_thread_started_while_pinned_at_once():
+    """A thread started just before the move would otherwise keep the one CPU: no tick
+    frees threads while the loop runs apart."""
+    seen: dict[str, set[int]] = {}
+
+    def loop_thread() -> None:  # stands for the event loop's thread
+        pinning = Pinning(min(ALLOWED), frozenset(ALLOWED), (threading.get_native_id(),))
+        pinning.place(True)
+        release = threading.Event()
+        started = threading.Event()
+        ids: list[int] = []
+
+        def stray() -> None:
+            ids.append(threading.get_native_id())
+            started.set()
+            release.wait(10)
+
+        child = threading.Thread(target=stray)
+        child.start()
+        started.wait(10)
+        seen["inherited"] = os.sched_getaffinity(ids[0])
+        pinning.place(False)
+        seen["after"] = os.sched_getaffinity(ids[0])
+        seen["loop"] = os.sched_getaffinity(0)
+        release.set()
+        child.join()
+
+    worker = threading.Thread(target=loop_thread)
+    worker.start()
+    worker.join()
+    assert seen["inherited"] == {min(ALLOWED)}
+    assert seen["after"] == ALLOWED
+    assert seen["loop"] == ALLOWED
 
 
 def test_an_unknown_placement_is_refused_by_name():

@@ -64,13 +64,17 @@ class Pinning:
         mask = {self.cpu} if together else set(self.allowed)
         for native_id in self.threads:
             os.sched_setaffinity(native_id, mask)
-        self.together = together
+        was_together, self.together = self.together, together
+        if was_together and not together:
+            self._release_strays()  # started since the last tick: no tick would free them now
 
     def release_others(self) -> None:
-        """Threads other than ours, and child processes' threads, stuck on the one CPU get
-        the process's CPUs back."""
-        if not self.together:
-            return
+        """While pinned: threads other than ours, and child processes' threads, stuck on the
+        one CPU get the process's CPUs back."""
+        if self.together:
+            self._release_strays()
+
+    def _release_strays(self) -> None:
         for native_id in _threads_and_children():
             if native_id in self.threads:
                 continue
@@ -111,8 +115,8 @@ class Chooser:
     ``try_ticks`` ticks with calls it tries the other
     placement (one tick to settle, one measured) and keeps it when that
     tick's rate beats the mean of the last ``KEPT_TICKS`` ticks before the
-    try. The first try comes two ticks after calls start (the first of them
-    is partial and not counted); a try that loses doubles the wait before the
+    try. The first try comes after the tick in which calls started (partial,
+    not counted) and two whole ones; a try that loses doubles the wait before the
     next one, so a steady load is disturbed ever more rarely; an idle tick
     goes back to the start.
     """
