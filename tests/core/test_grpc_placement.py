@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from modelplatform.base.errors import InvalidArgument
+from modelplatform.frontends import placement
 from modelplatform.frontends.placement import FIRST_TRY_TICKS, QUICK_TRY_TICKS, Chooser, Pinning
 from modelplatform.testing import ServerProcess, resolved_settings
 
@@ -99,6 +100,26 @@ def test_moving_apart_frees_a_thread_started_while_pinned_at_once():
     assert seen["inherited"] == {min(ALLOWED)}
     assert seen["after"] == ALLOWED
     assert seen["loop"] == ALLOWED
+
+
+@needs_two_cpus
+def test_a_refused_move_leaves_the_loop_unpinned(monkeypatch: pytest.MonkeyPatch):
+    """A thread the system will not move (here: one that is gone) turns the placement off."""
+
+    class GonePoller:
+        native_id = 2**30  # above any pid_max: sched_setaffinity answers ESRCH
+
+    monkeypatch.setattr(placement, "poller_threads", lambda: [GonePoller()])
+    seen: dict[str, object] = {}
+
+    def loop_thread() -> None:
+        seen["placement"] = placement.start_placement("together", lambda: 0)
+        seen["cpus"] = os.sched_getaffinity(0)
+
+    worker = threading.Thread(target=loop_thread)
+    worker.start()
+    worker.join()
+    assert seen == {"placement": None, "cpus": ALLOWED}
 
 
 def test_an_unknown_placement_is_refused_by_name():

@@ -23,6 +23,7 @@ server's child processes, the CPUs the server started with.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
@@ -176,7 +177,8 @@ class Placement:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        self._pinning.place(False)
+        with contextlib.suppress(OSError):
+            self._pinning.place(False)
 
     async def _run(self) -> None:
         before, calls = time.monotonic(), self._calls()
@@ -185,11 +187,20 @@ class Placement:
             now, count = time.monotonic(), self._calls()
             rate = (count - calls) / max(now - before, 1e-6)
             before, calls = now, count
-            if self._mode == "auto":
-                together = self._chooser.step(rate)
-                if together != self._pinning.together:
-                    self._pinning.place(together)
-            self._pinning.release_others()
+            try:
+                self._tick(rate)
+            except OSError as error:  # the system refused a move: stay as the system places us
+                log.warning("grpc_cpu_placement_off", reason=str(error))
+                with contextlib.suppress(OSError):
+                    self._pinning.place(False)
+                return
+
+    def _tick(self, rate: float) -> None:
+        if self._mode == "auto":
+            together = self._chooser.step(rate)
+            if together != self._pinning.together:
+                self._pinning.place(together)
+        self._pinning.release_others()
 
 
 def start_placement(mode: str, calls: Callable[[], int]) -> Placement | None:
@@ -206,7 +217,13 @@ def start_placement(mode: str, calls: Callable[[], int]) -> Placement | None:
     threads = (loop_thread, *(t.native_id for t in pollers if t.native_id is not None))
     pinning = Pinning(_current_cpu(allowed), allowed, threads)
     placement = Placement(pinning, calls, mode)
-    placement.start()
+    try:
+        placement.start()
+    except OSError as error:  # e.g. a sandbox that forbids moving threads
+        log.warning("grpc_cpu_placement_off", reason=str(error))
+        with contextlib.suppress(OSError):
+            pinning.place(False)  # the loop's thread comes first: it is unpinned before any other
+        return None
     log.info("grpc_cpu_placement", mode=mode, cpu=pinning.cpu)
     return placement
 
