@@ -112,14 +112,14 @@ class Chooser:
     """The ``auto`` rule: given each tick's call rate, which placement to have next.
 
     Starts apart, as an unpinned server runs (so a concurrent load, which
-    needs the loop on a CPU of its own, never starts on the slower one); after
-    ``try_ticks`` ticks with calls it tries the other
-    placement (one tick to settle, one measured) and keeps it when that
-    tick's rate beats the mean of the last ``KEPT_TICKS`` ticks before the
-    try. The first try comes after the tick in which calls started (partial,
-    not counted) and two whole ones; a try that loses doubles the wait before the
-    next one, so a steady load is disturbed ever more rarely; an idle tick
-    goes back to the start.
+    needs the loop on a CPU of its own, never starts on the slower one).
+    After ``try_ticks`` ticks with calls it tries the other placement (one
+    tick to settle, one measured) and keeps it when that tick's rate beats
+    the mean of the last ``KEPT_TICKS`` ticks before the try. The first try
+    comes after the tick in which calls started (partial, not counted) and
+    two whole ones; a try that loses doubles the wait before the next one, so
+    a steady load is disturbed ever more rarely; an idle tick goes back to
+    the start.
     """
 
     def __init__(self) -> None:
