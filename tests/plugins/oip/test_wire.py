@@ -80,7 +80,7 @@ def test_a_written_response_is_the_message_protobuf_would_write(raw: list[bytes]
     for index, _ in enumerate(raw):
         metadata.outputs.add(name=f"OUTPUT{index}", datatype="UINT8", shape=[len(raw[index])])
     views = [memoryview(item) if index % 2 else item for index, item in enumerate(raw)]
-    written = pb.ModelInferResponse.FromString(write_infer_response(metadata, views))
+    written = pb.ModelInferResponse.FromString(write_infer_response(metadata.SerializeToString(), views))
     expected = pb.ModelInferResponse()
     expected.CopyFrom(metadata)
     expected.raw_output_contents.extend(raw)

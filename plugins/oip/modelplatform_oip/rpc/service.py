@@ -34,8 +34,9 @@ from modelplatform import (
 from ..protos import grpc_service_pb2 as pb
 from ..regions import Regions
 from .logging_ext import LogSettingsRpc
+from .repeats import ReplyHeads, RequestTemplates
 from .stream_errors import FirstError, ends_on_first_error
-from .tensors import decode_request, encode_response, encode_response_bytes
+from .tensors import decode_request, encode_response, encode_response_bytes, response_metadata
 from .wire import InferCall, read_infer_request
 
 SERVICE = "inference.GRPCInferenceService"
@@ -60,6 +61,8 @@ class OipService:
         self.observation = dataplane.observation
         self.limits = Limits.from_settings(context.settings)
         self.regions = Regions(context)
+        self.templates = RequestTemplates()
+        self.heads = ReplyHeads(response_metadata)
 
     async def server_live(self, request: pb.ServerLiveRequest, context: Any) -> pb.ServerLiveResponse:
         return pb.ServerLiveResponse(live=self.health.live)
@@ -101,11 +104,24 @@ class OipService:
             ignore_unknown_fields=True,  # instance_stats has no field in Triton's proto
         )
 
+    def read_infer(self, data: bytes) -> InferCall:
+        """ModelInfer's deserializer: bytes that repeat a known call's layout skip decoding."""
+        template = self.templates.match(data)
+        if template is None:
+            return read_infer_request(data)
+        return InferCall(template.message, (), data, template)
+
     async def model_infer(self, call: InferCall, context: Any) -> bytes:
         """Tensors stay views of the received bytes and are copied once into the reply (wire.py);
-        outputs bound to shared-memory regions are written there."""
-        inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
-        return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"))
+        outputs bound to shared-memory regions are written there. A call that repeats an
+        earlier one's layout is rebuilt from its template (repeats.py)."""
+        template = call.template
+        if template is not None:
+            inference = template.request(call.data)
+        else:
+            inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
+            self.templates.learn(call.data, call.message, inference)  # before the dataplane sees it
+        return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"), self.heads)
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
@@ -251,7 +267,7 @@ def add_to_server(server: grpc.aio.Server, context: ServerContext) -> None:
         ),
         "ModelInfer": grpc.unary_unary_rpc_method_handler(
             grpc_guard(service.model_infer),
-            request_deserializer=read_infer_request,
+            request_deserializer=service.read_infer,
             response_serializer=None,  # the handler answers serialised bytes
         ),
         "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(

@@ -28,6 +28,7 @@ from ..protos import grpc_service_pb2 as pb
 from ..raw import raw_array, raw_bytes, raw_view
 from ..regions import REGION, RegionReader, in_region
 from . import parameters
+from .repeats import ReplyHeads
 from .wire import write_infer_response
 
 #: Typed contents field for each datatype (FP16/BF16 have none: raw only).
@@ -154,18 +155,20 @@ def _typed_array(name: str, datatype: str, count: int, contents: pb.InferTensorC
 def encode_response(response: InferenceResponse) -> pb.ModelInferResponse:
     """The response as a message (what a stream embeds); an output written into a
     shared-memory region has an empty entry, as Triton sends it."""
-    message = _response_metadata(response)
+    message = response_metadata(response)
     message.raw_output_contents.extend(b"" if in_region(t) else raw_bytes(t) for t in response.outputs)
     return message
 
 
-def encode_response_bytes(response: InferenceResponse) -> bytes:
-    """The serialised response, each output's bytes copied once (wire.py)."""
+def encode_response_bytes(response: InferenceResponse, heads: ReplyHeads | None = None) -> bytes:
+    """The serialised response, each output's bytes copied once (wire.py); its metadata
+    from ``heads`` when given (made once per distinct one, repeats.py)."""
     raw = [b"" if in_region(t) else raw_view(t) for t in response.outputs]
-    return write_infer_response(_response_metadata(response), raw)
+    head = response_metadata(response).SerializeToString() if heads is None else heads.head(response)
+    return write_infer_response(head, raw)
 
 
-def _response_metadata(response: InferenceResponse) -> pb.ModelInferResponse:
+def response_metadata(response: InferenceResponse) -> pb.ModelInferResponse:
     message = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
     )

@@ -17,23 +17,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..protos import grpc_service_pb2 as pb
+
+if TYPE_CHECKING:  # repeats.py reads this module's fields
+    from .repeats import RequestTemplate
 
 #: Below this size protobuf's own parse is as cheap as walking the fields.
 WALK_FROM_BYTES = 64 * 1024
 #: ModelInferRequest.raw_input_contents and ModelInferResponse.raw_output_contents.
 RAW_INPUT_FIELD = 7
+RAW_INPUT_TAG = (RAW_INPUT_FIELD << 3) | 2
 RAW_OUTPUT_KEY = bytes([(6 << 3) | 2])
 _LENGTH_DELIMITED = 2
 
 
 @dataclass(frozen=True, slots=True)
 class InferCall:
-    """A ModelInfer request: its message without the raw inputs, and the raw inputs."""
+    """A ModelInfer request: its message without the raw inputs, the raw inputs, the bytes it
+    came in, and the template those bytes matched (repeats.py; then ``raw`` is empty)."""
 
     message: pb.ModelInferRequest
     raw: Sequence[bytes | memoryview]
+    data: bytes = b""
+    template: RequestTemplate | None = None
 
     @property
     def model_name(self) -> str:
@@ -46,14 +54,15 @@ def read_infer_request(data: bytes) -> InferCall:
         walked = _walk(data)
         if walked is not None:
             rest, raw = walked
-            return InferCall(pb.ModelInferRequest.FromString(rest), raw)
+            return InferCall(pb.ModelInferRequest.FromString(rest), raw, data)
     message = pb.ModelInferRequest.FromString(data)
-    return InferCall(message, message.raw_input_contents)
+    return InferCall(message, message.raw_input_contents, data)
 
 
-def write_infer_response(metadata: pb.ModelInferResponse, raw: Sequence[bytes | memoryview]) -> bytes:
-    """``metadata`` (no raw outputs set) followed by one raw_output_contents entry per tensor."""
-    parts: list[bytes | memoryview] = [metadata.SerializeToString()]
+def write_infer_response(metadata: bytes, raw: Sequence[bytes | memoryview]) -> bytes:
+    """A serialised ModelInferResponse without raw outputs (``metadata``), followed by one
+    raw_output_contents entry per tensor."""
+    parts: list[bytes | memoryview] = [metadata]
     for contents in raw:
         parts += (RAW_OUTPUT_KEY, _varint(_length(contents)), contents)
     return b"".join(parts)
@@ -65,37 +74,46 @@ def _length(contents: bytes | memoryview) -> int:
 
 def _walk(data: bytes) -> tuple[bytes, list[memoryview]] | None:
     """(every field but the raw inputs, the raw inputs as views); None when not well formed."""
+    fields = top_level_fields(data)
+    if fields is None:
+        return None
     view = memoryview(data)
-    rest: list[memoryview] = []
-    raw: list[memoryview] = []
-    position, end = 0, len(data)
-    while position < end:
-        start = position
-        key, position = _read_varint(data, position)
-        if position < 0:
-            return None
-        field, wire_type = key >> 3, key & 7
-        if wire_type == _LENGTH_DELIMITED:
-            length, position = _read_varint(data, position)
-            if position < 0 or length > end - position:
-                return None
-            if field == RAW_INPUT_FIELD:
-                raw.append(view[position : position + length])
-            position += length
-        elif wire_type == 0:
-            _, position = _read_varint(data, position)
-        elif wire_type in (1, 5):
-            position += 8 if wire_type == 1 else 4
-        else:
-            return None  # groups (never in this message) or garbage: protobuf says what is wrong
-        if position < 0 or position > end:
-            return None
-        if field != RAW_INPUT_FIELD:
-            rest.append(view[start:position])
+    rest = [view[start:end] for tag, start, _, end in fields if tag != RAW_INPUT_TAG]
+    raw = [view[value:end] for tag, _, value, end in fields if tag == RAW_INPUT_TAG]
     return b"".join(rest), raw
 
 
-def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+def top_level_fields(data: bytes) -> list[tuple[int, int, int, int]] | None:
+    """(tag, start, value start, end) of each top-level field of the message in ``data``, in
+    order (a length-delimited value starts after its length); None when it is not well formed
+    (protobuf then says what is wrong)."""
+    fields = []
+    position, end = 0, len(data)
+    while position < end:
+        start = position
+        tag, position = read_varint(data, position)
+        value = position
+        wire_type = tag & 7
+        if position < 0:
+            return None
+        if wire_type == _LENGTH_DELIMITED:
+            length, value = read_varint(data, position)
+            if value < 0 or length > end - value:
+                return None
+            position = value + length
+        elif wire_type == 0:
+            _, position = read_varint(data, position)
+        elif wire_type in (1, 5):
+            position += 8 if wire_type == 1 else 4
+        else:
+            return None  # groups (never in these messages) or garbage
+        if position < 0 or position > end:
+            return None
+        fields.append((tag, start, value, position))
+    return fields
+
+
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
     """(value, next position); position -1 when the varint runs past the end or is too long."""
     value = shift = 0
     end = min(len(data), position + 10)
