@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -117,14 +118,18 @@ def test_broken_model_is_unavailable_and_others_serve(served):
 
 
 def test_logs_are_json_events_without_tensor_contents(served):
+    # neither a request nor a response value reaches the log: values no timestamp or duration can hold
+    status, body = infer(served, "picky", [271828.5])
+    assert status == 200 and body["outputs"][0]["data"] == [815485.5]
+    assert infer(served, "picky", [-1.0])[0] == 500  # a failure is logged by its words only
+    deadline = time.monotonic() + 10
+    while "negative input" not in served.log() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the server's log file may trail its answer
     events = [json.loads(line) for line in served.log().splitlines() if line.startswith("{")]
     names = {e["event"] for e in events}
     assert {"model_loaded", "model_load_failed", "server_started"} <= names
     loaded = next(e for e in events if e["event"] == "model_loaded" and e["model"] == "picky")
     assert loaded["version"] == 1 and loaded["backend"] == "python"
-    # neither a request nor a response value reaches the log: values no timestamp or duration can hold
-    status, body = infer(served, "picky", [271828.5])
-    assert status == 200 and body["outputs"][0]["data"] == [815485.5]
     assert "271828" not in served.log() and "815485" not in served.log()
     failed = [e for e in events if e["event"] == "request_failed" and e["model"] == "picky"]
     assert failed and failed[0]["code"] == "INTERNAL" and "negative input" in failed[0]["error"]

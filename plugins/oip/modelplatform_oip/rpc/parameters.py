@@ -17,7 +17,12 @@ _TYPED = {
     "sequence_id": ("int64_param", "string_param"),
     "sequence_start": ("bool_param",),
     "sequence_end": ("bool_param",),
+    "triton_enable_empty_final_response": ("bool_param",),
 }
+#: The only request parameter named ``triton_...`` Triton accepts (its gRPC front end refuses
+#: the others); the front end consumes it, no model sees it.
+EMPTY_FINAL = "triton_enable_empty_final_response"
+_RESERVED_PREFIX = "triton_"
 
 
 def from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
@@ -32,10 +37,17 @@ def from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
 
 
 def request_from_proto(parameters: Mapping[str, pb.InferParameter]) -> dict[str, Any]:
-    """A request's parameters; the sequence ones must have Triton's wire types (a uint64
-    ``sequence_id`` is refused as Triton refuses it: its gRPC front end takes int64 or string)."""
+    """A request's parameters; the sequence ones and Triton's empty-final flag must have
+    Triton's wire types (a uint64 ``sequence_id`` is refused as Triton refuses it: its gRPC
+    front end takes int64 or string), and any other ``triton_...`` key is refused, as there."""
     if not parameters:
         return {}
+    for key in parameters:
+        if key.startswith(_RESERVED_PREFIX) and key != EMPTY_FINAL:
+            raise InvalidArgument(
+                "parameter keys starting with 'triton_' are reserved for Triton usage. Only the "
+                f"following keys starting with 'triton_' are allowed: {EMPTY_FINAL}"
+            )
     for key, allowed in _TYPED.items():
         if key in parameters and parameters[key].WhichOneof("parameter_choice") not in allowed:
             expected = " or ".join(allowed)

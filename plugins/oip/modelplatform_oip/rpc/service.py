@@ -22,7 +22,6 @@ from google.protobuf import json_format
 from modelplatform import (
     DataPlane,
     InferenceRequest,
-    InvalidArgument,
     Limits,
     ModelPlatformError,
     ServerContext,
@@ -34,6 +33,7 @@ from modelplatform import (
 from ..protos import grpc_service_pb2 as pb
 from ..regions import Regions
 from .logging_ext import LogSettingsRpc
+from .parameters import EMPTY_FINAL
 from .repeats import ReplyHeads, RequestTemplates
 from .stream_errors import FirstError, ends_on_first_error
 from .tensors import decode_request, encode_response, encode_response_bytes, response_metadata
@@ -42,8 +42,7 @@ from .wire import InferCall, read_infer_request
 SERVICE = "inference.GRPCInferenceService"
 #: Stream requests in flight at once per stream; the reader waits beyond this.
 STREAM_WINDOW = 64
-#: Triton's stream parameters: the client's opt-in, and the flag on every streamed response.
-EMPTY_FINAL = "triton_enable_empty_final_response"
+#: The flag on every streamed response (the client's opt-in: parameters.EMPTY_FINAL).
 FINAL_RESPONSE = "triton_final_response"
 
 log = structlog.get_logger("modelplatform_oip.grpc")
@@ -120,6 +119,7 @@ class OipService:
             inference = template.request(call.data)
         else:
             inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
+            inference.parameters.pop(EMPTY_FINAL, None)  # a stream's flag: Triton takes it off here too
             self.templates.learn(call.data, call.message, inference)  # before the dataplane sees it
         return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"), self.heads)
 
@@ -219,11 +219,9 @@ class OipService:
 
 
 def final_flag_wanted(inference: InferenceRequest) -> bool:
-    """Take Triton's ``triton_enable_empty_final_response`` off the request (no model sees it)."""
-    wanted = inference.parameters.pop(EMPTY_FINAL, False)
-    if not isinstance(wanted, bool):
-        raise InvalidArgument(f"invalid value type for '{EMPTY_FINAL}' parameter, expected bool_param.")
-    return wanted
+    """Take Triton's ``triton_enable_empty_final_response`` off the request (no model sees it;
+    decoding checked that it is a bool)."""
+    return bool(inference.parameters.pop(EMPTY_FINAL, False))
 
 
 def stream_reply(message: pb.ModelInferResponse, final: bool) -> pb.ModelStreamInferResponse:
