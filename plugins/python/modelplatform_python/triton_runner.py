@@ -173,14 +173,13 @@ class TritonRunner:
     def _tensors(self, request: InferenceRequest, outputs: Sequence[pb.Tensor]) -> list[Tensor]:
         """The model's outputs as response tensors; one in GPU memory goes to the host, or
         straight into the CUDA shared-memory window the client bound it to."""
-        windows = {o.name: o.device_destination for o in request.outputs or () if o.device_destination}
         arrays, placed = {}, {}
         for output in outputs:
             name, value = output.name(), pb.tensor_value(output)
             if isinstance(value, np.ndarray):  # host memory, nearly every output: kept as it is
                 arrays[name] = value
             else:
-                arrays[name], placed[name] = output_value(value, windows.get(name))
+                arrays[name], placed[name] = output_value(value, _window(request, name))
         tensors = to_tensors(self._config, arrays)
         if placed:
             for tensor in tensors:
@@ -237,6 +236,11 @@ class TritonRunner:
             f"model '{self._config.name}' is a Triton python model: it answers one response per request"
         )
         yield  # an async generator, as every stream is: the error comes at the first step
+
+
+def _window(request: InferenceRequest, name: str) -> Any:
+    """The CUDA shared-memory window the client bound output ``name`` to, if any."""
+    return next((o.device_destination for o in request.outputs or () if o.name == name), None)
 
 
 #: The request parameters Triton turns into the correlation id and flags, not ``parameters()``.

@@ -74,7 +74,10 @@ class RequestTemplate:
     def matches(self, data: bytes) -> bool:
         if len(data) != self.length or not data.startswith(self.prefix):
             return False
-        return all(data.startswith(header, at) for at, header in self.headers)
+        for at, header in self.headers:  # a loop, not all(genexpr): one check per call
+            if not data.startswith(header, at):
+                return False
+        return True
 
     def request(self, data: bytes) -> InferenceRequest:
         """The call in ``data`` (which :meth:`matches`): fresh objects, tensors viewing ``data``."""
