@@ -10,7 +10,7 @@ import pytest
 from modelplatform import InferenceRequest, InferenceResponse, Limits, Tensor
 from modelplatform_oip.protos import grpc_service_pb2 as pb
 from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
-from modelplatform_oip.rpc.repeats import ReplyHeads, RequestTemplates
+from modelplatform_oip.rpc.repeats import MAX_PREFIX_BYTES, ReplyHeads, RequestTemplates
 from modelplatform_oip.rpc.tensors import decode_request, encode_response_bytes, response_metadata
 from modelplatform_oip.rpc.wire import WALK_FROM_BYTES, read_infer_request
 
@@ -32,7 +32,7 @@ def _message(
 def _learned(message: pb.ModelInferRequest) -> RequestTemplates:
     templates = RequestTemplates()
     call = read_infer_request(message.SerializeToString())
-    templates.learn(call.data, call.message, decode_request(call.message, LIMITS, None, call.raw))
+    templates.learn(call, decode_request(call.message, LIMITS, None, call.raw))
     return templates
 
 
@@ -140,6 +140,12 @@ def _output_parameter() -> pb.ModelInferRequest:
     return message
 
 
+def _large_metadata() -> pb.ModelInferRequest:
+    message = _message()
+    message.parameters["note"].string_param = "x" * MAX_PREFIX_BYTES
+    return message
+
+
 def _field_after_raw() -> bytes:
     message = _message()
     return message.SerializeToString() + pb.ModelInferRequest(id="late").SerializeToString()
@@ -153,12 +159,13 @@ def _field_after_raw() -> bytes:
         pytest.param(_bytes_input().SerializeToString(), id="BYTES"),
         pytest.param(_output_parameter().SerializeToString(), id="output parameters"),
         pytest.param(_field_after_raw(), id="a field after the raw entries"),
+        pytest.param(_large_metadata().SerializeToString(), id="metadata over the bound"),
     ],
 )
 def test_calls_with_nothing_to_share_make_no_template(data: bytes) -> None:
     templates = RequestTemplates()
     call = read_infer_request(data)
-    templates.learn(call.data, call.message, decode_request(call.message, LIMITS, None, call.raw))
+    templates.learn(call, decode_request(call.message, LIMITS, None, call.raw))
     assert templates.match(data) is None
 
 
@@ -168,7 +175,7 @@ def test_typed_contents_make_no_template() -> None:
     data = message.SerializeToString()
     templates = RequestTemplates()
     call = read_infer_request(data)
-    templates.learn(data, call.message, decode_request(call.message, LIMITS, None, call.raw))
+    templates.learn(call, decode_request(call.message, LIMITS, None, call.raw))
     assert templates.match(data) is None
 
 
@@ -177,7 +184,7 @@ def test_the_store_starts_over_when_full() -> None:
     layouts = [_message(shape=(1, size)) for size in (1, 2, 3, 4)]
     for message in layouts:
         call = read_infer_request(message.SerializeToString())
-        templates.learn(call.data, call.message, decode_request(call.message, LIMITS, None, call.raw))
+        templates.learn(call, decode_request(call.message, LIMITS, None, call.raw))
     assert templates.match(layouts[0].SerializeToString()) is None
     assert templates.match(layouts[3].SerializeToString()) is not None
 

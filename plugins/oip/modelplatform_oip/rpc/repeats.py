@@ -35,12 +35,15 @@ from modelplatform import InferenceRequest, InferenceResponse, RequestedOutput, 
 from modelplatform.datatypes import from_buffer
 
 from ..protos import grpc_service_pb2 as pb
-from .wire import RAW_INPUT_TAG, top_level_fields
+from .wire import RAW_INPUT_TAG, InferCall, top_level_fields
 
 #: Distinct request layouts kept (per server); the store starts over beyond this.
 MAX_TEMPLATES = 64
 #: Distinct reply metadata kept; the store starts over beyond this.
 MAX_HEADS = 256
+#: A call whose metadata (everything but the tensor bytes) is larger is not kept: the store
+#: holds at most MAX_TEMPLATES * MAX_PREFIX_BYTES of what clients sent.
+MAX_PREFIX_BYTES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +111,11 @@ class RequestTemplates:
                 return template
         return None
 
-    def learn(self, data: bytes, message: pb.ModelInferRequest, request: InferenceRequest) -> None:
+    def learn(self, call: InferCall, request: InferenceRequest) -> None:
         """Keep the layout of a call that decoded as ``request`` (before anything changed it)."""
-        template = template_of(data, message, request)
+        if not call.raw:  # typed contents or shared memory only: nothing to walk for
+            return
+        template = template_of(call.data, call.message, request)
         if template is None:
             return
         if self._count >= self._capacity:
@@ -125,15 +130,15 @@ def template_of(
 ) -> RequestTemplate | None:
     """A template for this call, or None when it has nothing a later call could share:
     an ``id`` (clients that set one set a new one per call), inputs that are not all raw
-    fixed-size bytes (typed contents, shared memory, BYTES), output parameters, or a
-    layout other than the metadata followed by the raw entries."""
+    fixed-size bytes (typed contents, shared memory, BYTES), output parameters, metadata
+    over MAX_PREFIX_BYTES, or a layout other than the metadata followed by the raw entries."""
     if message.id or any(o.parameters for o in message.outputs):
         return None
     layout = _layout(data)
     if layout is None:
         return None
     prefix_end, entries = layout
-    if len(entries) != len(request.inputs):
+    if prefix_end > MAX_PREFIX_BYTES or len(entries) != len(request.inputs):
         return None
     inputs = []
     for tensor, (_, payload, end) in zip(request.inputs, entries):

@@ -120,7 +120,7 @@ class OipService:
         else:
             inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
             inference.parameters.pop(EMPTY_FINAL, None)  # a stream's flag: Triton takes it off here too
-            self.templates.learn(call.data, call.message, inference)  # before the dataplane sees it
+            self.templates.learn(call, inference)  # before the dataplane sees it
         return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"), self.heads)
 
     async def model_stream_infer(
