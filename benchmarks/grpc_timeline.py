@@ -98,10 +98,12 @@ def _install_stamps(level: str) -> None:
     if level != "stages":
         return
     from modelplatform.dataplane import inference
-    from modelplatform_oip.rpc import service
+    from modelplatform_oip.rpc import repeats, service
     from modelplatform_python import backend
 
     service.decode_request = stamped("decode", service.decode_request, False)
+    # a call that repeats a known layout is rebuilt from its template instead (rpc/repeats.py)
+    repeats.RequestTemplate.request = stamped("decode", repeats.RequestTemplate.request, False)
     service.encode_response_bytes = stamped("encode", service.encode_response_bytes, False)
     inference.Inference.infer = stamped("dataplane", inference.Inference.infer, True)
     backend.PythonBackend.execute = stamped("backend", backend.PythonBackend.execute, True)
