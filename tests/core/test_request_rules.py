@@ -7,7 +7,7 @@ import pytest
 
 from modelplatform import InferenceRequest, ModelPlatformError, RequestedOutput, Tensor
 from modelplatform.base.model_config import ModelConfig, TensorSpec
-from modelplatform.base.validation import RequestRules, validate_request
+from modelplatform.base.validation import MAX_FITTING_LAYOUTS, RequestRules, validate_request
 
 PLAIN = ModelConfig(
     name="plain",
@@ -96,3 +96,40 @@ def test_rules_answer_as_validate_request(case: str) -> None:
     assert got == expected
     fits = case.startswith(("fits", "batch fits", "any output"))
     assert (expected is None) == fits, expected  # the table means what its names say
+
+
+def with_layout(inference: InferenceRequest, layout: object) -> InferenceRequest:
+    inference.layout = layout
+    return inference
+
+
+def test_a_layout_that_fitted_is_not_checked_again() -> None:
+    rules, layout = RequestRules(PLAIN), object()
+    rules.check(with_layout(request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,))), layout))
+    # The layout promises what the first request showed; this one breaks the promise on
+    # purpose, to show that its checks are skipped (a codec's template never does).
+    rules.check(with_layout(request(tensor("A", "FP32", (9,))), layout))
+    with pytest.raises(ModelPlatformError, match="datatype INT32"):
+        rules.check(with_layout(request(tensor("A", "FP32", (9,))), object()))  # another layout
+    with pytest.raises(ModelPlatformError, match="datatype INT32"):
+        rules.check(request(tensor("A", "FP32", (9,))))  # no layout: checked every time
+
+
+def test_a_layout_that_failed_is_checked_every_time() -> None:
+    rules, layout = RequestRules(PLAIN), object()
+    for _ in range(2):
+        with pytest.raises(ModelPlatformError, match="missing required input"):
+            rules.check(with_layout(request(tensor("A", "INT32", (1, 4))), layout))
+
+
+def test_remembered_layouts_are_bounded() -> None:
+    rules, first = RequestRules(PLAIN), object()
+    fitting = lambda layout: with_layout(  # noqa: E731 - a one-line helper, local to this test
+        request(tensor("A", "INT32", (1, 4)), tensor("B", "FP32", (3,))), layout
+    )
+    rules.check(fitting(first))
+    for _ in range(MAX_FITTING_LAYOUTS):
+        rules.check(fitting(object()))
+    # The set started over when full: the first layout is checked again, and so refused now.
+    with pytest.raises(ModelPlatformError, match="datatype INT32"):
+        rules.check(with_layout(request(tensor("A", "FP32", (9,))), first))

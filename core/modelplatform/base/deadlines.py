@@ -89,6 +89,8 @@ def deadline_for(parameters: Mapping[str, Any], batching: DynamicBatching | None
     deadline applies there. Other models take the parameter as it is.
     """
     transport = _transport.get()
+    if not parameters and batching is None:  # most requests: nothing asked, no policy to apply
+        return transport
     timeout_us = _timeout_us(parameters, batching)
     if not timeout_us:
         return transport

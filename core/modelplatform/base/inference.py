@@ -78,6 +78,11 @@ class InferenceRequest:
     ``deadline`` is set by the dataplane (deadlines.deadline_for), not by
     dialects: past it, no scheduler hands the request to a backend.
     ``arrived_ns`` is set by the dataplane too.
+    ``layout`` is for codecs that rebuild repeated calls from a template: one
+    hashable object standing for everything the model's checks look at (input
+    names, datatypes, shapes and element counts, requested output names), the
+    same object for every request built from that template. The dataplane
+    remembers the layouts that passed a model's checks (validation.RequestRules).
     """
 
     model_name: str
@@ -89,6 +94,7 @@ class InferenceRequest:
     deadline: Deadline | None = None
     #: ``time.perf_counter_ns()`` when the dataplane received it (0: not yet); queue time starts here.
     arrived_ns: int = 0
+    layout: object | None = None
 
     def input(self, name: str) -> Tensor | None:
         return next((t for t in self.inputs if t.name == name), None)

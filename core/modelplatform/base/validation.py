@@ -6,7 +6,10 @@ model's declaration and names the model, the tensor, what was expected and
 what arrived. :class:`RequestRules` is the dataplane's form of it: the same
 checks with what they need from the configuration worked out once per loaded
 version, so a request that fits costs a few dict lookups; one that does not
-goes through ``validate_request`` for the words.
+goes through ``validate_request`` for the words. A request rebuilt from a
+codec's template carries its layout (``InferenceRequest.layout``): once one
+request of a layout fits, the others of that layout fit too, and are not
+checked again.
 """
 
 from __future__ import annotations
@@ -54,10 +57,14 @@ def _shown(shape: Sequence[int]) -> str:
     return text if len(text) <= 200 else text[:200] + "...]"
 
 
+#: Layouts remembered as fitting, per loaded configuration; the set starts over beyond this.
+MAX_FITTING_LAYOUTS = 256
+
+
 class RequestRules:
     """``validate_request`` for one configuration, prepared once (the module's docstring)."""
 
-    __slots__ = ("config", "_inputs", "_required", "_outputs", "_max_batch")
+    __slots__ = ("config", "_inputs", "_required", "_outputs", "_max_batch", "_fitting")
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
@@ -65,11 +72,19 @@ class RequestRules:
         self._required = frozenset(spec.name for spec in config.inputs if not spec.optional)
         self._outputs = frozenset(spec.name for spec in config.outputs) if config.outputs else None
         self._max_batch = config.max_batch_size
+        self._fitting: set[object] = set()
 
     def check(self, request: InferenceRequest) -> None:
         """Raise what ``validate_request`` raises unless the request fits the model."""
+        layout = request.layout
+        if layout is not None and layout in self._fitting:
+            return  # a layout checked before: same names, types, shapes and counts
         if not self._fits(request):
             validate_request(request, self.config)
+        if layout is not None:
+            if len(self._fitting) >= MAX_FITTING_LAYOUTS:
+                self._fitting.clear()
+            self._fitting.add(layout)
 
     def _fits(self, request: InferenceRequest) -> bool:
         inputs, max_batch = self._inputs, self._max_batch

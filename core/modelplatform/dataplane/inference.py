@@ -219,9 +219,10 @@ def _finish(response: InferenceResponse, request: InferenceRequest, model: Model
         for wanted in request.outputs:
             tensor = by_name.get(wanted.name)
             if tensor is not None:
-                tensor.parameters = {**tensor.parameters, **wanted.parameters}
-                if CLASSIFICATION in wanted.parameters:
-                    tensor = _classified(tensor, model)
+                if wanted.parameters:  # most outputs are named alone: nothing to merge
+                    tensor.parameters = {**tensor.parameters, **wanted.parameters}
+                    if CLASSIFICATION in wanted.parameters:
+                        tensor = _classified(tensor, model)
                 selected.append(tensor)
         response.outputs = selected
     return response

@@ -32,7 +32,7 @@ from modelplatform import (
 
 from .batching import join_inputs, split_outputs
 from .faults import InstanceFailed
-from .outputs import to_tensors
+from .outputs import OutputTypes
 from .raw import no_http
 
 #: A model's ``infer``, wherever it runs: inputs -> what the model returned.
@@ -44,6 +44,7 @@ class InferRunner:
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
+        self._outputs = OutputTypes(config)
         self._infer: Infer = self._not_loaded
         #: Whether several requests may share one ``infer`` call (a generator model may not, nor a
         #: stateful one: a joined call retried per request would apply a sequence's step twice).
@@ -105,7 +106,7 @@ class InferRunner:
         yield self._response(request, await self._infer(request.arrays()))
 
     def _response(self, request: InferenceRequest, outputs: Any) -> InferenceResponse:
-        tensors = to_tensors(self.config, outputs)
+        tensors = self._outputs.tensors(outputs)
         return InferenceResponse(request.model_name, request.model_version, tensors)
 
     async def _not_loaded(self, inputs: dict[str, np.ndarray]) -> Any:

@@ -10,37 +10,51 @@ from modelplatform import InvalidArgument, ModelConfig, Tensor
 from modelplatform.datatypes import as_bytes_array, numpy_dtype
 
 
-def to_tensors(config: ModelConfig, outputs: Any) -> list[Tensor]:
-    """Declared outputs come first in declaration order, cast to their datatype."""
-    if not isinstance(outputs, dict):
-        raise InvalidArgument(
-            f"model '{config.name}': infer() must return a dict, got {type(outputs).__name__}"
+class OutputTypes:
+    """A configuration's declared outputs, with the numpy type each is cast to found once
+    (at load), not per response."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self._model = config.name
+        #: (name, datatype, numpy dtype; None for BYTES and BF16, which are not cast).
+        self._declared = tuple(
+            (
+                spec.name,
+                spec.datatype,
+                None if spec.datatype in ("BYTES", "BF16") else numpy_dtype(spec.datatype),
+            )
+            for spec in config.outputs
         )
-    tensors = [
-        _typed(config.name, spec.name, spec.datatype, outputs[spec.name])
-        for spec in config.outputs
-        if spec.name in outputs
-    ]
-    if len(tensors) == len(outputs):  # every output declared (output names are unique)
+        self._names = frozenset(spec.name for spec in config.outputs)
+
+    def tensors(self, outputs: Any) -> list[Tensor]:
+        """Declared outputs come first in declaration order, cast to their datatype."""
+        if not isinstance(outputs, dict):
+            raise InvalidArgument(
+                f"model '{self._model}': infer() must return a dict, got {type(outputs).__name__}"
+            )
+        tensors = []
+        for name, datatype, dtype in self._declared:  # a loop: no comprehension's frame per response
+            if name in outputs:
+                tensors.append(self._typed(name, datatype, dtype, outputs[name]))
+        if len(tensors) == len(outputs):  # every output declared (output names are unique)
+            return tensors
+        for name, value in outputs.items():
+            if name not in self._names:
+                tensors.append(Tensor.from_array(name, _plain(np.asarray(value))))
         return tensors
-    declared = {spec.name for spec in config.outputs}
-    for name, value in outputs.items():
-        if name not in declared:
-            array = np.asarray(value)
-            tensors.append(Tensor.from_array(name, _plain(array)))
-    return tensors
 
-
-def _typed(model: str, name: str, datatype: str, value: Any) -> Tensor:
-    array = np.asarray(value)
-    if datatype == "BYTES":
-        array = as_bytes_array(array)
-    elif datatype != "BF16" and array.dtype != numpy_dtype(datatype):
-        target = numpy_dtype(datatype)
-        if not np.can_cast(array.dtype, target, casting="same_kind"):
-            raise InvalidArgument(f"model '{model}': output '{name}' is {array.dtype}, declared {datatype}")
-        array = array.astype(target)
-    return Tensor(name, datatype, tuple(array.shape), array)
+    def _typed(self, name: str, datatype: str, dtype: np.dtype | None, value: Any) -> Tensor:
+        array = value if type(value) is np.ndarray else np.asarray(value)
+        if datatype == "BYTES":
+            array = as_bytes_array(array)
+        elif dtype is not None and array.dtype != dtype:
+            if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+                raise InvalidArgument(
+                    f"model '{self._model}': output '{name}' is {array.dtype}, declared {datatype}"
+                )
+            array = array.astype(dtype)
+        return Tensor(name, datatype, array.shape, array)
 
 
 def _plain(array: np.ndarray) -> np.ndarray:

@@ -52,7 +52,7 @@ from .calls import InstanceCaller
 from .decoupled import ResponseSender
 from .device import input_value, instance_args, keeps_device_inputs, output_value
 from .loader import forget_module
-from .outputs import to_tensors
+from .outputs import OutputTypes
 from .raw import no_http
 
 pb.install_bls(triton_bls)  # exec()/async_exec() call models through the server
@@ -84,6 +84,7 @@ class TritonRunner:
             f"{config.name}-{instance}", thread_setup=functools.partial(bind, calls)
         )
         self._config = config
+        self._outputs = OutputTypes(config)
         self._version_dir = version_dir
         self._instance = instance
         self._model: Any = None
@@ -173,14 +174,11 @@ class TritonRunner:
     def _tensors(self, request: InferenceRequest, outputs: Sequence[pb.Tensor]) -> list[Tensor]:
         """The model's outputs as response tensors; one in GPU memory goes to the host, or
         straight into the CUDA shared-memory window the client bound it to."""
-        arrays, placed = {}, {}
-        for output in outputs:
-            name, value = output.name(), pb.tensor_value(output)
-            if isinstance(value, np.ndarray):  # host memory, nearly every output: kept as it is
-                arrays[name] = value
-            else:
+        arrays, placed = pb.named_values(outputs), {}
+        for name, value in arrays.items():
+            if not isinstance(value, np.ndarray):  # in GPU memory: rare, so looked for second
                 arrays[name], placed[name] = output_value(value, _window(request, name))
-        tensors = to_tensors(self._config, arrays)
+        tensors = self._outputs.tensors(arrays)
         if placed:
             for tensor in tensors:
                 tensor.device = placed.get(tensor.name)

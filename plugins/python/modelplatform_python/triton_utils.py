@@ -171,6 +171,11 @@ def tensor_value(tensor: Tensor) -> Any:
     return tensor._array
 
 
+def named_values(tensors: Sequence[Tensor]) -> dict[str, Any]:
+    """What each tensor holds, by name (:func:`tensor_value` for a whole response)."""
+    return {tensor._name: tensor._array for tensor in tensors}
+
+
 def _from_capsule(capsule: Any) -> Any:
     """A bare capsule says nothing of its device: torch reads any (numpy only host memory)."""
     try:

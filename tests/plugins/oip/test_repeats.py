@@ -89,6 +89,25 @@ def test_a_large_repeated_call_views_the_received_bytes() -> None:
     assert made.inputs[0].data.base is data or made.inputs[0].data.base.base is data
 
 
+def _rebuilt(templates: RequestTemplates, data: bytes) -> InferenceRequest:
+    template = templates.match(data)
+    assert template is not None
+    return template.request(data)
+
+
+def test_requests_of_one_template_share_its_layout_and_only_they_do() -> None:
+    templates = _learned(_message())
+    templates.learn(
+        read_infer_request(_message("FP32").SerializeToString()),
+        _full_decode(_message("FP32").SerializeToString()),
+    )
+    ints, floats = _message(values=5).SerializeToString(), _message("FP32", values=5).SerializeToString()
+    made = [_rebuilt(templates, data) for data in (ints, ints, floats)]
+    assert made[0].layout is not None and made[0].layout is made[1].layout
+    assert made[2].layout is not None and made[2].layout is not made[0].layout
+    assert _full_decode(ints).layout is None  # decoded in full: checked in full
+
+
 def _variants() -> dict[str, pb.ModelInferRequest]:
     other_name = _message()
     other_name.inputs[1].name = "INPUTX"  # same length

@@ -26,7 +26,7 @@ repeats costs one small walk per call and no memory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,8 @@ class RequestTemplate:
     inputs: tuple[_RawInput, ...]
     parameters: dict[str, Any]
     outputs: tuple[str, ...] | None
+    #: The requests' InferenceRequest.layout: this template's, by identity.
+    layout: object = field(default_factory=object)
 
     @property
     def model_name(self) -> str:
@@ -93,7 +95,13 @@ class RequestTemplate:
         outputs = None if self.outputs is None else [RequestedOutput(name) for name in self.outputs]
         message = self.message
         return InferenceRequest(
-            message.model_name, inputs, message.model_version, "", dict(self.parameters), outputs
+            message.model_name,
+            inputs,
+            message.model_version,
+            "",
+            dict(self.parameters),
+            outputs,
+            layout=self.layout,
         )
 
 
