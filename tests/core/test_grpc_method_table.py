@@ -86,3 +86,23 @@ def test_the_first_registration_of_a_method_wins() -> None:
     table_registrar.add_registered_method_handlers("a.Service", {"Call": first})
     table_registrar.add_registered_method_handlers("a.Service", {"Call": answer("later")})
     assert lookup(server, "/a.Service/Call") is first
+
+
+def test_the_real_server_answers_unknown_methods_unimplemented_and_keeps_serving(server: Any) -> None:
+    from modelplatform_oip.protos import grpc_service_pb2 as pb
+
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        for method in ("/inference.GRPCInferenceService/NoSuchMethod", "/no.such.Service/Call"):
+            call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+            try:
+                call(b"", timeout=10)
+            except grpc.RpcError as refused:
+                assert refused.code() == grpc.StatusCode.UNIMPLEMENTED
+            else:
+                raise AssertionError(f"{method} answered")
+        live = channel.unary_unary(
+            "/inference.GRPCInferenceService/ServerLive",
+            request_serializer=pb.ServerLiveRequest.SerializeToString,
+            response_deserializer=pb.ServerLiveResponse.FromString,
+        )
+        assert live(pb.ServerLiveRequest(), timeout=10).live is True
