@@ -49,7 +49,8 @@ def to_request(doc: dict[str, Any], meta: ModelMetadata, version: str, limits: L
             f"model '{meta.name}': the generate request names none of its inputs "
             f"({', '.join(inputs_by_name) or 'none'})"
         )
-    return parse_request(oip, meta.name, version, limits)
+    # Triton's generate endpoint passes every other key on as a parameter, triton_... included.
+    return parse_request(oip, meta.name, version, limits, reserved_refused=False)
 
 
 def _map(

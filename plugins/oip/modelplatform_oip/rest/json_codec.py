@@ -27,6 +27,8 @@ from ..regions import REGION, RegionReader, in_region, names_region
 from .codec import EncodedResponse
 from .json_tensors import array_from_json, array_to_json
 
+#: Request parameter names Triton keeps for itself (``_refuse_reserved``).
+RESERVED_PREFIX = "triton_"
 #: Builds an input's array from its slice of a binary body (the binary extension).
 BinaryReader = Callable[[str, str, list[int], int, Limits], np.ndarray]
 
@@ -49,15 +51,22 @@ def parse_request(
     limits: Limits,
     read_binary: BinaryReader | None = None,
     read_region: RegionReader | None = None,
+    *,
+    reserved_refused: bool = True,
 ) -> InferenceRequest:
+    """An infer request's document as the core's request. ``reserved_refused``: refuse request
+    parameters named ``triton_...``, as Triton's HTTP infer does (its generate endpoint does not)."""
     inputs = doc.get("inputs")
     if not isinstance(inputs, list) or not inputs:
         raise InvalidArgument("the request must have a non-empty 'inputs' list")
+    parameters = _parameters(doc.get("parameters"), "request")
+    if reserved_refused and parameters:
+        _refuse_reserved(parameters)
     return InferenceRequest(
         model_name=model,
         model_version=version,
         id=_string(doc.get("id", ""), "id"),
-        parameters=_parameters(doc.get("parameters"), "request"),
+        parameters=parameters,
         inputs=[_input(item, limits, read_binary, read_region) for item in inputs],
         outputs=_outputs(doc.get("outputs")),
     )
@@ -140,6 +149,15 @@ def _parameters(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidArgument(f"{where} 'parameters' must be a JSON object")
     return value
+
+
+def _refuse_reserved(parameters: dict[str, Any]) -> None:
+    """Triton (2.33 and later) keeps request parameters named ``triton_...`` for itself: its HTTP
+    infer answers 400 for any of them (gRPC allows one, rpc/parameters.py)."""
+    if any(key.startswith(RESERVED_PREFIX) for key in parameters):
+        raise InvalidArgument(
+            "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."
+        )
 
 
 def _string(value: Any, what: str) -> str:
