@@ -1,8 +1,9 @@
 """The ceiling: canned-response servers measured with the same load generator.
 
 ``python benchmarks/canned.py KIND PORT METADATA_DIR`` with KIND ``http``, ``grpc``
-(grpc.aio), ``grpc-floor`` (grpc.aio moving bytes only) or ``grpc-sync`` (grpcio's
-thread-pool server).
+(grpc.aio), ``grpc-floor`` (grpc.aio moving bytes only), ``grpc-sync`` (grpcio's
+thread-pool server) or ``grpc-model`` (grpc.aio running the peer models' own code
+and nothing else: model_only.py; not canned, a yardstick for the peer rows).
 Both answer the calls perf_analyzer makes before measuring (server metadata,
 model metadata, model config) with bytes captured from the real server, and
 answer every inference by echoing the request's tensor data back under the
@@ -185,6 +186,17 @@ def floor_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) ->
     )
 
 
+def model_only_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
+    """grpc_handlers with a ModelInfer that runs the peer model (model_only.py)."""
+    import model_only  # a sibling module: benchmarks/ is this script's folder
+
+    table = dict(grpc_handlers(captured, outputs)._method_handlers)
+    table[f"/{SERVICE}/ModelInfer"] = model_only.infer_handler(model_only.load_models())
+    return grpc.method_handlers_generic_handler(
+        SERVICE, {key.rpartition("/")[2]: h for key, h in table.items()}
+    )
+
+
 def _synchronous(handler):
     """A coroutine handler as a plain function (its body never awaits)."""
 
@@ -232,7 +244,7 @@ async def serve(kind: str, port: int, folder: Path) -> None:
         await server.serve_forever()
     else:
         server = grpc.aio.server(options=_GRPC_OPTIONS)
-        handlers = floor_handlers if kind == "grpc-floor" else grpc_handlers
+        handlers = {"grpc-floor": floor_handlers, "grpc-model": model_only_handlers}.get(kind, grpc_handlers)
         server.add_generic_rpc_handlers((handlers(captured, outputs),))
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()

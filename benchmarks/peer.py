@@ -8,8 +8,11 @@ servers load the same python-backend models (benchmarks/peer_models: the
 same perf_analyzer measures ours, Triton, the bare grpc.aio echo server
 (canned.py ``grpc``: protobuf both ways, as a plain Python servicer) and
 grpc.aio's floor (canned.py ``grpc-floor``: bytes in, canned bytes out, no
-work in Python; no server built on grpcio can beat it) one after the other,
-round after round; the rows show medians and the median per-round ratios.
+work in Python; no server built on grpcio can beat it) and grpc.aio running the
+peer model's own ``model.py`` with nothing around it (canned.py ``grpc-model``,
+model_only.py: no grpcio server that runs this model can beat it) one after
+the other, round after round; the rows show medians and the median per-round
+ratios.
 Without the peer installed its column is left out, with a note.
 """
 
@@ -173,29 +176,30 @@ def measure_peer_rows(
         "--model-repository", str(PEER_MODELS), "--load-model", "*", *server_args.split()
     ) as ours:
         capture(ours, {s.model for s in chosen}, folder)
-        bare, floor = canned_type("grpc", folder), canned_type("grpc-floor", folder)
+        yardsticks = {kind: canned_type(f"grpc-{kind}" if kind != "bare" else "grpc", folder)
+                      for kind in ("bare", "floor", "model")}  # fmt: skip
         peer = TritonPeer(tree, PEER_MODELS) if tree is not None else None
         try:
             for scenario in chosen:
                 rounds = [
-                    _round(scenario, measure, ours.grpc_url, peer, bare, floor) for _ in range(max(1, repeat))
+                    _round(scenario, measure, ours.grpc_url, peer, yardsticks) for _ in range(max(1, repeat))
                 ]
                 rows.append(_median_round(scenario, rounds))
         finally:
-            bare.stop()
-            floor.stop()
+            for server in yardsticks.values():
+                server.stop()
             if peer is not None:
                 peer.stop()
     shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
-def _round(scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | None, bare, floor) -> dict:
+def _round(scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | None, yardsticks: dict) -> dict:
     rates = {"ours": measure(scenario, ours_url)}
     if peer is not None:
         rates["triton"] = measure(scenario, peer.grpc_url)
-    rates["bare"] = measure(scenario, f"127.0.0.1:{bare.port}")
-    rates["floor"] = measure(scenario, f"127.0.0.1:{floor.port}")
+    for kind, server in yardsticks.items():
+        rates[kind] = measure(scenario, f"127.0.0.1:{server.port}")
     print(
         f"measured {scenario.label}: " + ", ".join(f"{k} {v:.1f}/s" for k, v in rates.items()),
         file=sys.stderr,
@@ -210,31 +214,37 @@ def _median_round(scenario: PeerScenario, rounds: list[dict]) -> dict:
         return ordered[len(ordered) // 2] if ordered else 0.0
 
     row: dict = {"scenario": scenario.label, "runs": len(rounds)}
-    for name in ("ours", "triton", "bare", "floor"):
+    for name in ("ours", "triton", "bare", "floor", "model"):
         if name in rounds[0]:
             row[name] = median([r[name] for r in rounds])
-    if "triton" in rounds[0]:  # grpcio's own limit: its floor as a share of Triton's rate
-        row["floor_of_triton"] = median([r["floor"] / r["triton"] if r["triton"] else 0.0 for r in rounds])
-    for name in ("triton", "bare", "floor"):
+    if "triton" in rounds[0]:  # grpcio's own limits, as shares of Triton's rate: carrying a call,
+        for name in ("floor", "model"):  # and carrying it through the model's Python
+            row[f"{name}_of_triton"] = median([r[name] / r["triton"] if r["triton"] else 0.0 for r in rounds])
+    for name in ("triton", "bare", "floor", "model"):
         if name in rounds[0]:
             row[f"of_{name}"] = median([r["ours"] / r[name] if r[name] else 0.0 for r in rounds])
     return row
 
 
 def print_peer_table(rows: list[dict]) -> None:
-    """One line per scenario; "floor of triton" is the best any grpcio server could do."""
+    """One line per scenario. "floor of triton" is the best any grpcio server could do;
+    "model of triton" the best one running the peer model's Python could do."""
     print(
         f"\n| {'scenario':36} | {'ours /s':>9} | {'triton /s':>9} | {'bare aio /s':>11} | {'floor /s':>9} "
-        f"| {'of triton':>9} | {'of bare':>7} | {'of floor':>8} | {'floor of triton':>15} |"
+        f"| {'model /s':>9} | {'of triton':>9} | {'of model':>8} | {'floor of triton':>15} "
+        f"| {'model of triton':>15} |"
     )
     print(
-        f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 10}|{'-' * 17}|"
+        f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 10}"
+        f"|{'-' * 17}|{'-' * 17}|"
     )
     for row in rows:
         triton = f"{row['triton']:.1f}" if "triton" in row else "-"
-        of_triton = f"{row['of_triton']:.2f}" if "of_triton" in row else "-"
-        floor_of_triton = f"{row['floor_of_triton']:.2f}" if "floor_of_triton" in row else "-"
+        shares = [
+            f"{row[key]:.2f}" if key in row else "-"
+            for key in ("of_triton", "floor_of_triton", "model_of_triton")
+        ]
         print(
             f"| {row['scenario']:36} | {row['ours']:9.1f} | {triton:>9} | {row['bare']:11.1f} | {row['floor']:9.1f} "
-            f"| {of_triton:>9} | {row['of_bare']:7.2f} | {row['of_floor']:8.2f} | {floor_of_triton:>15} |"
+            f"| {row['model']:9.1f} | {shares[0]:>9} | {row['of_model']:8.2f} | {shares[1]:>15} | {shares[2]:>15} |"
         )

@@ -1,0 +1,66 @@
+"""The peer rows' model-only yardstick (benchmarks/model_only.py, ``canned.py grpc-model``) answers
+what the peer models compute, so its rate in `make bench --only peer` is that of real work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+
+from modelplatform.testing import free_port
+from modelplatform_oip.protos import grpc_service_pb2 as pb
+from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
+
+from ..conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
+    folder: Path = tmp_path_factory.mktemp("yardstick")
+    (folder / "captured.json").write_text("{}")  # only ModelInfer is called here
+    (folder / "outputs.json").write_text("{}")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "canned.py"), "grpc-model", str(port), str(folder)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "canned_started"
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield pb_grpc.GRPCInferenceServiceStub(channel)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _infer(stub: pb_grpc.GRPCInferenceServiceStub, model: str, **arrays: np.ndarray) -> dict[str, np.ndarray]:
+    request = pb.ModelInferRequest(model_name=model, id="call-1")
+    for name, array in arrays.items():
+        datatype = {np.dtype("int32"): "INT32", np.dtype("float32"): "FP32"}[array.dtype]
+        request.inputs.add(name=name, datatype=datatype, shape=array.shape)
+        request.raw_input_contents.append(array.tobytes())
+    reply = stub.ModelInfer(request, timeout=10)
+    assert (reply.model_name, reply.model_version, reply.id) == (model, "1", "call-1")
+    kinds = {"INT32": np.int32, "FP32": np.float32}
+    return {
+        output.name: np.frombuffer(raw, kinds[output.datatype]).reshape(tuple(output.shape))
+        for output, raw in zip(reply.outputs, reply.raw_output_contents)
+    }
+
+
+def test_simple_answers_the_sum_and_the_difference(stub) -> None:
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    b = np.full((1, 16), 3, dtype=np.int32)
+    outputs = _infer(stub, "simple", INPUT0=a, INPUT1=b)
+    assert np.array_equal(outputs["OUTPUT0"], a + b) and np.array_equal(outputs["OUTPUT1"], a - b)
+
+
+def test_identity_answers_its_input(stub) -> None:
+    values = np.linspace(-1, 1, 1000, dtype=np.float32)
+    assert np.array_equal(_infer(stub, "identity_fp32", INPUT0=values)["OUTPUT0"], values)
