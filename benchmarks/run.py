@@ -35,7 +35,7 @@ requests and answers, not of handshakes.
     make bench BENCH_ARGS="--only metrics --repeat 5"
     make bench BENCH_ARGS="--only tls --repeat 5"
     make bench BENCH_ARGS="--only shm"
-    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer), bare grpc.aio and its floor
+    make bench BENCH_ARGS="--only peer --repeat 3"   # beside Triton (make triton-peer), bare grpc.aio, its floor, model-only
     make bench BENCH_ARGS="--only pipelines"
     make bench BENCH_ARGS="--only torchscript"
     make bench BENCH_ARGS="--only savedmodel"
@@ -55,7 +55,8 @@ OIP wrk).
 
 The "peer" rows (peer.py) measure `simple` and `identity_fp32` over gRPC
 against our server, Triton's own server (when `make triton-peer` installed
-it), a bare grpc.aio echo server and grpc.aio's floor (no work in Python),
+it), a bare grpc.aio echo server, grpc.aio's floor (no work in Python) and
+grpc.aio running the peer model's code and nothing else (model_only.py),
 round after round, all serving the same python-backend model files; they
 print a table of their own.
 
