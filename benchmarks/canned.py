@@ -167,10 +167,8 @@ def grpc_handlers(
 
 def floor_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
     """grpc_handlers with a ModelInfer that moves bytes only (the module's docstring)."""
-    generic = grpc_handlers(captured, outputs)
-    table = dict(generic._method_handlers)
     replies: dict[int, bytes] = {}
-    infer = table[f"/{SERVICE}/ModelInfer"].unary_unary
+    infer = grpc_handlers(captured, outputs)._method_handlers[f"/{SERVICE}/ModelInfer"].unary_unary
 
     async def canned_reply(request: bytes, context) -> bytes:
         reply = replies.get(len(request))
@@ -180,18 +178,22 @@ def floor_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) ->
             ).SerializeToString()
         return reply
 
-    table[f"/{SERVICE}/ModelInfer"] = grpc.unary_unary_rpc_method_handler(canned_reply)
-    return grpc.method_handlers_generic_handler(
-        SERVICE, {key.rpartition("/")[2]: h for key, h in table.items()}
-    )
+    return _with_model_infer(captured, outputs, grpc.unary_unary_rpc_method_handler(canned_reply))
 
 
 def model_only_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
     """grpc_handlers with a ModelInfer that runs the peer model (model_only.py)."""
     import model_only  # a sibling module: benchmarks/ is this script's folder
 
+    return _with_model_infer(captured, outputs, model_only.infer_handler(model_only.load_models()))
+
+
+def _with_model_infer(
+    captured: dict[str, bytes], outputs: dict[str, list[str]], infer: grpc.RpcMethodHandler
+) -> grpc.GenericRpcHandler:
+    """grpc_handlers with ``infer`` answering ModelInfer."""
     table = dict(grpc_handlers(captured, outputs)._method_handlers)
-    table[f"/{SERVICE}/ModelInfer"] = model_only.infer_handler(model_only.load_models())
+    table[f"/{SERVICE}/ModelInfer"] = infer
     return grpc.method_handlers_generic_handler(
         SERVICE, {key.rpartition("/")[2]: h for key, h in table.items()}
     )

@@ -36,6 +36,8 @@ PEER_MODELS = HERE / "peer_models"
 #: Where `make triton-peer` installs nvidia-pytriton (TRITON_PEER_VENV overrides it).
 PEER_VENV = Path(os.environ.get("TRITON_PEER_VENV", HERE.parent / ".venv" / "triton-peer"))
 MiB = 1024 * 1024
+#: The grpc.aio servers measured beside ours and Triton: column name -> canned.py kind.
+YARDSTICKS = {"bare": "grpc", "floor": "grpc-floor", "model": "grpc-model"}
 
 
 @dataclass(frozen=True)
@@ -176,8 +178,7 @@ def measure_peer_rows(
         "--model-repository", str(PEER_MODELS), "--load-model", "*", *server_args.split()
     ) as ours:
         capture(ours, {s.model for s in chosen}, folder)
-        yardsticks = {kind: canned_type(f"grpc-{kind}" if kind != "bare" else "grpc", folder)
-                      for kind in ("bare", "floor", "model")}  # fmt: skip
+        yardsticks = {name: canned_type(kind, folder) for name, kind in YARDSTICKS.items()}
         peer = TritonPeer(tree, PEER_MODELS) if tree is not None else None
         try:
             for scenario in chosen:
@@ -214,13 +215,13 @@ def _median_round(scenario: PeerScenario, rounds: list[dict]) -> dict:
         return ordered[len(ordered) // 2] if ordered else 0.0
 
     row: dict = {"scenario": scenario.label, "runs": len(rounds)}
-    for name in ("ours", "triton", "bare", "floor", "model"):
+    for name in ("ours", "triton", *YARDSTICKS):
         if name in rounds[0]:
             row[name] = median([r[name] for r in rounds])
     if "triton" in rounds[0]:  # grpcio's own limits, as shares of Triton's rate: carrying a call,
         for name in ("floor", "model"):  # and carrying it through the model's Python
             row[f"{name}_of_triton"] = median([r[name] / r["triton"] if r["triton"] else 0.0 for r in rounds])
-    for name in ("triton", "bare", "floor", "model"):
+    for name in ("triton", *YARDSTICKS):
         if name in rounds[0]:
             row[f"of_{name}"] = median([r["ours"] / r[name] if r[name] else 0.0 for r in rounds])
     return row
