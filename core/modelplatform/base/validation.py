@@ -64,7 +64,7 @@ MAX_FITTING_LAYOUTS = 256
 class RequestRules:
     """``validate_request`` for one configuration, prepared once (the module's docstring)."""
 
-    __slots__ = ("config", "_inputs", "_required", "_outputs", "_max_batch", "_fitting")
+    __slots__ = ("config", "_inputs", "_required", "_outputs", "_max_batch", "fitting")
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
@@ -72,19 +72,20 @@ class RequestRules:
         self._required = frozenset(spec.name for spec in config.inputs if not spec.optional)
         self._outputs = frozenset(spec.name for spec in config.outputs) if config.outputs else None
         self._max_batch = config.max_batch_size
-        self._fitting: set[object] = set()
+        #: The layouts known to fit (read by the dataplane, to skip the call; never None).
+        self.fitting: set[object] = set()
 
     def check(self, request: InferenceRequest) -> None:
         """Raise what ``validate_request`` raises unless the request fits the model."""
         layout = request.layout
-        if layout is not None and layout in self._fitting:
+        if layout is not None and layout in self.fitting:
             return  # a layout checked before: same names, types, shapes and counts
         if not self._fits(request):
             validate_request(request, self.config)
         if layout is not None:
-            if len(self._fitting) >= MAX_FITTING_LAYOUTS:
-                self._fitting.clear()
-            self._fitting.add(layout)
+            if len(self.fitting) >= MAX_FITTING_LAYOUTS:
+                self.fitting.clear()
+            self.fitting.add(layout)
 
     def _fits(self, request: InferenceRequest) -> bool:
         inputs, max_batch = self._inputs, self._max_batch

@@ -71,9 +71,11 @@ class Inference:
         scheduled = False
         rows = 0
         try:
-            model.rules.check(request)
-            if request.outputs is not None:
-                check_requested(request.outputs, model.config)
+            rules = model.rules
+            if request.layout not in rules.fitting:  # a layout checked before fits (validation.py)
+                if request.outputs is not None:
+                    check_requested(request.outputs, model.config)
+                rules.check(request)
             if model.config.decoupled:  # its responses need a streaming call
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
@@ -105,7 +107,7 @@ class Inference:
             model.leave()
             drain.leave(task)
         if model.cache is None:
-            rows = request.inputs[0].shape[0] if model.config.batching else 1
+            rows = request.inputs[0].shape[0] if model.config.max_batch_size > 0 else 1
         stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # the hot path keeps one check: stats exist once READY
         return _finish(response, request, model)
 
@@ -214,7 +216,9 @@ def _finish(response: InferenceResponse, request: InferenceRequest, model: Model
     response.model_version = model.version_str
     response.id = request.id
     if request.outputs is not None:
-        by_name = {t.name: t for t in response.outputs}
+        by_name: dict[str, Tensor] = {}
+        for output in response.outputs:  # a loop: a comprehension is one more frame per request
+            by_name[output.name] = output
         selected = []
         for wanted in request.outputs:
             tensor = by_name.get(wanted.name)

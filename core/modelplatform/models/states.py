@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ class ModelVersion:
     #: server has one (``--cache-config``).
     cache: VersionCache | None = None
     in_flight: int = 0
-    _drained: asyncio.Event = field(default_factory=asyncio.Event)
+    _drained: asyncio.Event | None = None
     _rules: RequestRules | None = None
 
     @property
@@ -74,8 +75,8 @@ class ModelVersion:
         """Whether this version's backend reads inputs left in GPU memory (Backend.accepts_device_memory)."""
         return bool(self.instances) and type(self.instances[0]).accepts_device_memory
 
-    @property
-    def version_str(self) -> str:
+    @functools.cached_property
+    def version_str(self) -> str:  # cached: every response names it, and a version never changes
         return str(self.version) if self.version >= 0 else ""
 
     @property
@@ -93,17 +94,19 @@ class ModelVersion:
 
     def enter(self) -> None:
         """Count a request in flight (``request()`` without the context manager)."""
-        if not self.in_flight:
-            self._drained.clear()
         self.in_flight += 1
 
     def leave(self) -> None:
         self.in_flight -= 1
-        if self.in_flight == 0:
+        if self.in_flight == 0 and self._drained is not None:
             self._drained.set()
 
     async def drain(self) -> None:
-        if self.in_flight:
+        """Wait until no request is in flight. The event exists only while someone waits:
+        setting and clearing one on every request cost two Python calls each."""
+        while self.in_flight:
+            if self._drained is None or self._drained.is_set():
+                self._drained = asyncio.Event()
             await self._drained.wait()
 
 
@@ -163,7 +166,7 @@ class ModelRecord:
         """The newest READY version; else ModelNotReady (first load running) or ModelNotFound."""
         newest = None
         for candidate in self.versions.values():  # one pass, no list: every unversioned request asks
-            if candidate.ready and (newest is None or candidate.version > newest.version):
+            if candidate.state is ModelState.READY and (newest is None or candidate.version > newest.version):
                 newest = candidate
         if newest is not None:
             return newest

@@ -69,7 +69,12 @@ class DirectScheduler:
             if scope is not None and scope.observed:
                 scope.note_phases(queue_ns, input_ns, infer_ns, output_ns)
         finally:
-            self._release(index, instance)
+            if self._waiters:
+                self._release(index, instance)
+            else:  # nobody waits (the common case): _release's own frame spared
+                self._idle.append((index, instance))
+        if len(results) == 1 and not isinstance(results[0], ModelPlatformError):
+            return results[0]  # single_result's answer, without its frame
         return single_result(results)
 
     def pick(self) -> tuple[int, Backend]:
