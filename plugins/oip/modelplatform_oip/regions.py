@@ -95,11 +95,14 @@ class Regions:
             raise _disabled(f"input '{name}'", parameters)
         return self.codec.read_input(name, datatype, shape, parameters, limits)
 
-    async def infer(self, request: InferenceRequest, endpoint: str) -> InferenceResponse:
+    async def infer(
+        self, request: InferenceRequest, endpoint: str, may_name_regions: bool = True
+    ) -> InferenceResponse:
         """One request as every OIP transport runs it: outputs bound to regions are checked
         before inference and written there after it; a decoupled model's refusal names
-        ``endpoint`` (Triton's words)."""
-        placement = self.bind_outputs(request)
+        ``endpoint`` (Triton's words). ``may_name_regions`` False: the caller knows that
+        no requested output has parameters (a gRPC template's), so none is bound."""
+        placement = self.bind_outputs(request) if may_name_regions else None
         try:
             response = await self._infer(request)
         except DecoupledModel as error:
@@ -112,7 +115,7 @@ class Regions:
             if self.codec is not None:
                 return self.codec.bind_outputs(request)
             for output in request.outputs or ():
-                if names_region(output.parameters):
+                if REGION in output.parameters:  # names_region, spelled out: per output per call
                     raise _disabled(f"output '{output.name}'", output.parameters)
         except ModelPlatformError as error:
             raise error.naming_model(request.model_name) from None

@@ -112,11 +112,11 @@ class PythonBackend(Backend):
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         if self._host_only:
             host_inputs(batch)
-        token = bls.bind(self._calls)  # inline, not _bound: one frame less on every request
+        token = bls.current_calls.set(self._calls)  # bls.bind spelled out: a frame less per request
         try:
             return await self._runner.execute(batch)
         finally:
-            bls.unbind(token)
+            bls.current_calls.reset(token)
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         if self._host_only:

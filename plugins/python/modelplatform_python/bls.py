@@ -175,7 +175,9 @@ def _discard(awaitable: Awaitable[Any]) -> None:
 #: call into its model (per task, so two servers on one event loop each see their own),
 #: and each instance's thread holds its own for good (calls.InstanceCaller). None: a
 #: model with no server to call (a backend built without one).
-_current: ContextVar[ModelCalls | None] = ContextVar("modelplatform_python_bls_calls")
+#: The calls of the model whose code runs in this context (bind/unbind; the backend sets it
+#: itself on every request, where two wrapper frames would cost more than the set).
+current_calls: ContextVar[ModelCalls | None] = ContextVar("modelplatform_python_bls_calls")
 
 #: Every loaded instance's calls, asked only from a thread the model started itself: such a
 #: thread starts with an empty context (threading.Thread copies none), so it finds its
@@ -186,17 +188,17 @@ _loaded_lock = threading.Lock()
 
 def bind(calls: ModelCalls | None) -> Token[ModelCalls | None]:
     """Make ``calls`` the current model's until :func:`unbind` (or for good, on its own thread)."""
-    return _current.set(calls)
+    return current_calls.set(calls)
 
 
 def unbind(token: Token[ModelCalls | None]) -> None:
-    _current.reset(token)
+    current_calls.reset(token)
 
 
 def bound() -> ModelCalls:
     """The calls of the model whose code runs in this context."""
     try:
-        calls = _current.get()
+        calls = current_calls.get()
     except LookupError:  # a thread the model started, not one the server runs it on
         calls = _only_server()
     if calls is None:

@@ -85,11 +85,19 @@ class InstanceCaller:
         return not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
-        if self.inline:
+        # ``inline`` and the inline call spelled out: on the loop every frame is paid per call.
+        if not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns:
+            global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
+            _inline = True
+            started = time.perf_counter_ns()
             try:
-                return self._inline(function, *args)
+                return function(*args)
             except NeedsThread:
                 self.pinned = True  # and run it again below, where it may block
+            finally:
+                _inline = False
+                # Inline only after the probes (see inline): the moving average alone.
+                self._average_ns += _WEIGHT * (time.perf_counter_ns() - started - self._average_ns)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(
                 1, thread_name_prefix=self._name, initializer=self._thread_setup
@@ -101,18 +109,6 @@ class InstanceCaller:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
-
-    def _inline(self, function: Callable[..., T], *args: Any) -> T:
-        # Timed here rather than through _timed: on the loop every frame is paid per call.
-        global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
-        _inline = True
-        started = time.perf_counter_ns()
-        try:
-            return function(*args)
-        finally:
-            _inline = False
-            # Inline only after the probes (see inline): the moving average alone.
-            self._average_ns += _WEIGHT * (time.perf_counter_ns() - started - self._average_ns)
 
     def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
         _state.caller = self

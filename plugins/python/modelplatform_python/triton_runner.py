@@ -19,6 +19,7 @@ import asyncio
 import functools
 import inspect
 import json
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -103,8 +104,13 @@ class TritonRunner:
         await _run(getattr(self._model, "initialize", None), self._initialize_args())
 
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
-        requests = [_pb_request(r, self._device_inputs) for r in batch]
-        self.phases.inputs_ready()
+        # Loops rather than comprehensions, and the phase marks set here rather than through
+        # PhaseClock's methods: each of those is a frame on every request (docs/performance.md).
+        requests = []
+        for request in batch:
+            requests.append(_pb_request(request, self._device_inputs))
+        phases = self.phases
+        phases.inputs_ready_ns = time.perf_counter_ns()
         try:
             if self._awaits:
                 responses = await self._model.execute(requests)
@@ -113,10 +119,13 @@ class TritonRunner:
         except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
             return [ModelExecutionError(self._config.name, error) for _ in batch]
         finally:
-            self.phases.outputs_started()
+            phases.outputs_started_ns = time.perf_counter_ns()
         if not isinstance(responses, (list, tuple)) or len(responses) != len(batch):
             return [self._miscounted(responses, len(batch)) for _ in batch]
-        return [self._result(request, response) for request, response in zip(batch, responses)]
+        results: ExecuteResult = []
+        for request, response in zip(batch, responses):
+            results.append(self._result(request, response))
+        return results
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         if not self.streams:
@@ -161,20 +170,21 @@ class TritonRunner:
                 f"model '{self._config.name}': execute() returned {type(response).__name__}, "
                 "expected pb_utils.InferenceResponse"
             )
-        if response.has_error():
-            return _error(self._config.name, response.error())
         try:
-            tensors = self._tensors(request, response.output_tensors())
+            failed, arrays = pb.outcome(response)
+            if failed is not None:
+                return _error(self._config.name, failed)
+            tensors = self._tensors(request, arrays)
         except ModelPlatformError as error:
             return error
         except Exception as error:  # noqa: BLE001 - a malformed response fails its request only
             return ModelExecutionError(self._config.name, error)
         return InferenceResponse(request.model_name, request.model_version, tensors, id=request.id)
 
-    def _tensors(self, request: InferenceRequest, outputs: Sequence[pb.Tensor]) -> list[Tensor]:
-        """The model's outputs as response tensors; one in GPU memory goes to the host, or
-        straight into the CUDA shared-memory window the client bound it to."""
-        arrays, placed = pb.named_values(outputs), {}
+    def _tensors(self, request: InferenceRequest, arrays: dict[str, Any]) -> list[Tensor]:
+        """The model's outputs (by name) as response tensors; one in GPU memory goes to the
+        host, or straight into the CUDA shared-memory window the client bound it to."""
+        placed: dict[str, Any] = {}
         for name, value in arrays.items():
             if not isinstance(value, np.ndarray):  # in GPU memory: rare, so looked for second
                 arrays[name], placed[name] = output_value(value, _window(request, name))
@@ -246,7 +256,9 @@ _SEQUENCE_PARAMETERS = ("sequence_id", "sequence_start", "sequence_end")
 
 
 def _pb_request(request: InferenceRequest, device_inputs: bool) -> pb.InferenceRequest:
-    wanted = [o.name for o in request.outputs] if request.outputs is not None else []
+    wanted = []
+    for output in request.outputs or ():  # loops, not comprehensions: a frame each per request
+        wanted.append(output.name)
     parameters = request.parameters
     flags = 0
     if not parameters:  # most requests: no JSON encoder on the way (it is not cheap per call)
@@ -256,13 +268,15 @@ def _pb_request(request: InferenceRequest, device_inputs: bool) -> pb.InferenceR
             flags = _sequence_flags(parameters)
             parameters = {k: v for k, v in parameters.items() if k not in _SEQUENCE_PARAMETERS}
         text = json.dumps(parameters, default=str)
+    inputs = []
+    for t in request.inputs:
+        inputs.append(
+            pb.Tensor(t.name, t.data if t.device is None else input_value(t.data, t.device, device_inputs))
+        )
     return pb.InferenceRequest(
         model_name=request.model_name,
         requested_output_names=wanted,
-        inputs=[
-            pb.Tensor(t.name, t.data if t.device is None else input_value(t.data, t.device, device_inputs))
-            for t in request.inputs
-        ],
+        inputs=inputs,
         request_id=request.id,
         correlation_id=request.parameters.get("sequence_id", 0),
         parameters=text,

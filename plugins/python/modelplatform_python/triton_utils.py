@@ -171,9 +171,18 @@ def tensor_value(tensor: Tensor) -> Any:
     return tensor._array
 
 
+def outcome(response: InferenceResponse) -> tuple[TritonError | None, dict[str, Any]]:
+    """A response's error and what each output holds, by name: read in one call (the runner
+    reads every response; each method call here cost the event loop about 1 µs)."""
+    return response._error, named_values(response._outputs)
+
+
 def named_values(tensors: Sequence[Tensor]) -> dict[str, Any]:
     """What each tensor holds, by name (:func:`tensor_value` for a whole response)."""
-    return {tensor._name: tensor._array for tensor in tensors}
+    values = {}
+    for tensor in tensors:  # a loop, not a comprehension: one frame less per response
+        values[tensor._name] = tensor._array
+    return values
 
 
 def _from_capsule(capsule: Any) -> Any:
@@ -342,8 +351,8 @@ class Logger:
 
 
 def get_input_tensor_by_name(request: InferenceRequest, name: str) -> Tensor | None:
-    for tensor in request.inputs():  # a loop, not next(genexpr): called per input per request
-        if tensor.name() == name:
+    for tensor in request._inputs:  # no method calls, no genexpr: this runs per input per request
+        if tensor._name == name:
             return tensor
     return None
 

@@ -76,23 +76,17 @@ class RequestTemplate:
     def model_name(self) -> str:
         return self.message.model_name
 
-    def matches(self, data: bytes) -> bool:
-        if len(data) != self.length or not data.startswith(self.prefix):
-            return False
-        for at, header in self.headers:  # a loop, not all(genexpr): one check per call
-            if not data.startswith(header, at):
-                return False
-        return True
-
     def request(self, data: bytes) -> InferenceRequest:
         """The call in ``data`` (which :meth:`matches`): fresh objects, tensors viewing ``data``."""
-        inputs = [
-            Tensor(
-                i.name, i.datatype, i.shape, np.frombuffer(data, i.dtype, i.count, i.offset).reshape(i.shape)
-            )
-            for i in self.inputs
-        ]
-        outputs = None if self.outputs is None else [RequestedOutput(name) for name in self.outputs]
+        inputs = []
+        for i in self.inputs:  # loops, not comprehensions: each of those is a frame per call
+            array = np.frombuffer(data, i.dtype, i.count, i.offset).reshape(i.shape)
+            inputs.append(Tensor(i.name, i.datatype, i.shape, array))
+        outputs = None
+        if self.outputs is not None:
+            outputs = []
+            for name in self.outputs:
+                outputs.append(RequestedOutput(name))
         message = self.message
         return InferenceRequest(
             message.model_name,
@@ -114,8 +108,15 @@ class RequestTemplates:
         self._count = 0
 
     def match(self, data: bytes) -> RequestTemplate | None:
+        """The template whose call ``data`` repeats: same length (the key), same bytes but for
+        the tensor payloads (its prefix, then each raw entry's header at its place)."""
         for template in self._by_length.get(len(data), ()):
-            if template.matches(data):
+            if not data.startswith(template.prefix):
+                continue
+            for at, header in template.headers:  # checked here, not in a method: once per call
+                if not data.startswith(header, at):
+                    break
+            else:
                 return template
         return None
 
@@ -198,9 +199,10 @@ class ReplyHeads:
     def head(self, response: InferenceResponse) -> bytes:
         if response.parameters or response.id:
             return self._metadata(response).SerializeToString()
-        key = (response.model_name, response.model_version, *[
-            (t.name, t.datatype, t.shape) for t in response.outputs
-        ])  # fmt: skip
+        parts: list[object] = [response.model_name, response.model_version]
+        for t in response.outputs:  # a loop, not a comprehension: one frame less per call
+            parts.append((t.name, t.datatype, t.shape))
+        key = tuple(parts)
         try:
             head = self._heads.get(key)
         except TypeError:  # a shape given as a list: cannot be a key

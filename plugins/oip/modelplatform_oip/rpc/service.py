@@ -115,12 +115,13 @@ class OipService:
         outputs bound to shared-memory regions are written there. A call that repeats an
         earlier one's layout is rebuilt from its template (repeats.py)."""
         template = call.template
-        if template is not None:
+        if template is not None:  # its outputs carry no parameters, so name no region (repeats.py)
             inference = template.request(call.data)
-        else:
-            inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
-            inference.parameters.pop(EMPTY_FINAL, None)  # a stream's flag: Triton takes it off here too
-            self.templates.learn(call, inference)  # before the dataplane sees it
+            response = await self.regions.infer(inference, "ModelInfer RPC", may_name_regions=False)
+            return encode_response_bytes(response, self.heads)
+        inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
+        inference.parameters.pop(EMPTY_FINAL, None)  # a stream's flag: Triton takes it off here too
+        self.templates.learn(call, inference)  # before the dataplane sees it
         return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"), self.heads)
 
     async def model_stream_infer(

@@ -63,7 +63,10 @@ def write_infer_response(metadata: bytes, raw: Sequence[bytes | memoryview]) -> 
     raw_output_contents entry per tensor."""
     parts: list[bytes | memoryview] = [metadata]
     for contents in raw:
-        parts += (RAW_OUTPUT_KEY, _varint(_length(contents)), contents)
+        if type(contents) is bytes and len(contents) < 0x80:  # a small tensor: framed without a call
+            parts += (_SMALL_FRAMES[len(contents)], contents)
+        else:
+            parts += (RAW_OUTPUT_KEY, _varint(_length(contents)), contents)
     return b"".join(parts)
 
 
@@ -128,6 +131,8 @@ def read_varint(data: bytes, position: int) -> tuple[int, int]:
 
 #: The varints of 0-127: one byte each (a small tensor's length), made once.
 _ONE_BYTE_VARINTS = tuple(bytes([value]) for value in range(0x80))
+#: A raw output entry's key and length for each length 0-127: a small tensor's frame, made once.
+_SMALL_FRAMES = tuple(RAW_OUTPUT_KEY + varint for varint in _ONE_BYTE_VARINTS)
 
 
 def _varint(value: int) -> bytes:
