@@ -347,7 +347,8 @@ def _scoped_handler(
                 raise
             finally:
                 current_scope.reset(token)
-                opener.close(scope)
+                if scope.observed:  # a quiet scope (nobody observes) has nothing to close
+                    opener.close(scope)
 
         return handler._replace(unary_unary=scoped_unary)
     for kind in ("unary_stream", "stream_unary", "stream_stream"):

@@ -26,8 +26,9 @@ def raw_array(name: str, datatype: str, count: int, raw: bytes | memoryview, lim
 
 
 #: Below this size copying is cheaper than looking for a buffer to share.
-_SHARE_FROM_BYTES = 64 * 1024
-_LITTLE_ENDIAN = {name: numpy_dtype(name).newbyteorder("<") for name in DATATYPES if name != "BYTES"}
+SHARE_FROM_BYTES = 64 * 1024
+#: Each fixed-size datatype's raw form as a numpy dtype: an array of it is its raw bytes.
+LITTLE_ENDIAN = {name: numpy_dtype(name).newbyteorder("<") for name in DATATYPES if name != "BYTES"}
 
 
 def raw_view(tensor: Tensor) -> bytes | memoryview:
@@ -38,8 +39,8 @@ def raw_view(tensor: Tensor) -> bytes | memoryview:
     """
     if tensor.datatype == "BYTES":
         return encode_bytes(tensor.data)
-    array = np.ascontiguousarray(tensor.data, dtype=_LITTLE_ENDIAN[tensor.datatype])
-    if array.nbytes < _SHARE_FROM_BYTES:
+    array = np.ascontiguousarray(tensor.data, dtype=LITTLE_ENDIAN[tensor.datatype])
+    if array.nbytes < SHARE_FROM_BYTES:
         return array.tobytes()
     whole = _whole_bytes(array)
     if whole is not None:

@@ -95,14 +95,11 @@ class Regions:
             raise _disabled(f"input '{name}'", parameters)
         return self.codec.read_input(name, datatype, shape, parameters, limits)
 
-    async def infer(
-        self, request: InferenceRequest, endpoint: str, may_name_regions: bool = True
-    ) -> InferenceResponse:
+    async def infer(self, request: InferenceRequest, endpoint: str) -> InferenceResponse:
         """One request as every OIP transport runs it: outputs bound to regions are checked
         before inference and written there after it; a decoupled model's refusal names
-        ``endpoint`` (Triton's words). ``may_name_regions`` False: the caller knows that
-        no requested output has parameters (a gRPC template's), so none is bound."""
-        placement = self.bind_outputs(request) if may_name_regions else None
+        ``endpoint`` (Triton's words)."""
+        placement = self.bind_outputs(request)
         try:
             response = await self._infer(request)
         except DecoupledModel as error:

@@ -49,9 +49,9 @@ the class the plugin registers (:meth:`PythonBackend.with_options`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from modelplatform import (
     Backend,
@@ -109,14 +109,21 @@ class PythonBackend(Backend):
         self._runner.phases = self.phases  # the runner marks where the model's code runs
         await self._bound(self._runner.load())
 
-    async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+    def execute(self, batch: Sequence[InferenceRequest]) -> Coroutine[Any, Any, ExecuteResult]:
+        """The runner's execute, with the instance's calls current while the model runs.
+        A TritonRunner makes them current itself and reads device memory, so its coroutine
+        is handed back as it is: no coroutine of this backend's on every request."""
         if self._host_only:
-            host_inputs(batch)
-        token = bls.current_calls.set(self._calls)  # bls.bind spelled out: a frame less per request
+            return self._bound_execute(batch)
+        return self._runner.execute(batch)
+
+    async def _bound_execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
+        host_inputs(batch)
+        token = bls.bind(self._calls)
         try:
             return await self._runner.execute(batch)
         finally:
-            bls.current_calls.reset(token)
+            bls.unbind(token)
 
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         if self._host_only:

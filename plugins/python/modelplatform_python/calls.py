@@ -20,11 +20,12 @@ libraries), see docs/backends/python.md.
 from __future__ import annotations
 
 import asyncio
+import enum
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -35,6 +36,12 @@ INLINE_BUDGET_NS = 100_000
 _WEIGHT = 0.125
 #: Calls measured on the thread before a model may be run inline.
 _PROBES = 4
+
+
+class Deferred(enum.Enum):
+    """What :meth:`InstanceCaller.try_inline` answers for a call it did not run."""
+
+    TO_THREAD = "to_thread"
 
 
 class NeedsThread(BaseException):  # not an error: a request to move
@@ -85,19 +92,32 @@ class InstanceCaller:
         return not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
-        # ``inline`` and the inline call spelled out: on the loop every frame is paid per call.
-        if not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns:
-            global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
-            _inline = True
-            started = time.perf_counter_ns()
-            try:
-                return function(*args)
-            except NeedsThread:
-                self.pinned = True  # and run it again below, where it may block
-            finally:
-                _inline = False
-                # Inline only after the probes (see inline): the moving average alone.
-                self._average_ns += _WEIGHT * (time.perf_counter_ns() - started - self._average_ns)
+        result = self.try_inline(function, *args)
+        if result is Deferred.TO_THREAD:
+            return await self.on_thread(function, *args)
+        return result
+
+    def try_inline(self, function: Callable[..., T], *args: Any) -> T | Literal[Deferred.TO_THREAD]:
+        """The call run on the loop now, when the instance may run inline; else TO_THREAD, and
+        the caller awaits :meth:`on_thread` (a plain call, not a coroutine: the request path
+        of a cheap model pays one frame here, not two)."""
+        if self.pinned or self._probes < _PROBES or self._average_ns > self._budget_ns:  # not inline
+            return Deferred.TO_THREAD
+        global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
+        _inline = True
+        started = time.perf_counter_ns()
+        try:
+            return function(*args)
+        except NeedsThread:
+            self.pinned = True  # the caller runs it again on the thread, where it may block
+            return Deferred.TO_THREAD
+        finally:
+            _inline = False
+            # Inline only after the probes (see inline): the moving average alone.
+            self._average_ns += _WEIGHT * (time.perf_counter_ns() - started - self._average_ns)
+
+    async def on_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """The call on the instance's own thread (started on first use)."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(
                 1, thread_name_prefix=self._name, initializer=self._thread_setup

@@ -36,7 +36,13 @@ class OutputTypes:
         tensors = []
         for name, datatype, dtype in self._declared:  # a loop: no comprehension's frame per response
             if name in outputs:
-                tensors.append(self._typed(name, datatype, dtype, outputs[name]))
+                value = outputs[name]
+                if (
+                    dtype is not None and type(value) is np.ndarray and value.dtype == dtype
+                ):  # typed: no frame
+                    tensors.append(Tensor(name, datatype, value.shape, value))
+                else:
+                    tensors.append(self._typed(name, datatype, dtype, value))
         if len(tensors) == len(outputs):  # every output declared (output names are unique)
             return tensors
         for name, value in outputs.items():

@@ -48,8 +48,8 @@ from modelplatform import (
 
 from . import triton_bls
 from . import triton_utils as pb
-from .bls import ModelCalls, bind
-from .calls import InstanceCaller
+from .bls import ModelCalls, bind, current_calls
+from .calls import Deferred, InstanceCaller
 from .decoupled import ResponseSender
 from .device import input_value, instance_args, keeps_device_inputs, output_value
 from .loader import forget_module
@@ -80,6 +80,8 @@ class TritonRunner:
         calls: ModelCalls | None = None,
     ) -> None:
         self._module = module
+        #: Current while the model's code runs on the loop, so exec() reaches this server.
+        self._calls = calls
         # The instance's thread knows its server's calls, for exec() (bls.bound).
         self._caller = InstanceCaller(
             f"{config.name}-{instance}", thread_setup=functools.partial(bind, calls)
@@ -111,15 +113,19 @@ class TritonRunner:
             requests.append(_pb_request(request, self._device_inputs))
         phases = self.phases
         phases.inputs_ready_ns = time.perf_counter_ns()
+        token = current_calls.set(self._calls)  # the backend leaves it to this runner (backend.py)
         try:
             if self._awaits:
                 responses = await self._model.execute(requests)
             else:
-                responses = await self._caller.call(self._model.execute, requests)
+                responses = self._caller.try_inline(self._model.execute, requests)
+                if responses is Deferred.TO_THREAD:
+                    responses = await self._caller.on_thread(self._model.execute, requests)
         except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
             return [ModelExecutionError(self._config.name, error) for _ in batch]
         finally:
             phases.outputs_started_ns = time.perf_counter_ns()
+            current_calls.reset(token)
         if not isinstance(responses, (list, tuple)) or len(responses) != len(batch):
             return [self._miscounted(responses, len(batch)) for _ in batch]
         results: ExecuteResult = []

@@ -21,6 +21,7 @@ from google.protobuf import json_format
 
 from modelplatform import (
     DataPlane,
+    DecoupledModel,
     InferenceRequest,
     Limits,
     ModelPlatformError,
@@ -42,6 +43,8 @@ from .wire import InferCall, read_infer_request
 SERVICE = "inference.GRPCInferenceService"
 #: Stream requests in flight at once per stream; the reader waits beyond this.
 STREAM_WINDOW = 64
+#: How a decoupled model's refusal names this RPC (Triton's words).
+INFER_ENDPOINT = "ModelInfer RPC"
 #: The flag on every streamed response (the client's opt-in: parameters.EMPTY_FINAL).
 FINAL_RESPONSE = "triton_final_response"
 
@@ -116,13 +119,15 @@ class OipService:
         earlier one's layout is rebuilt from its template (repeats.py)."""
         template = call.template
         if template is not None:  # its outputs carry no parameters, so name no region (repeats.py)
-            inference = template.request(call.data)
-            response = await self.regions.infer(inference, "ModelInfer RPC", may_name_regions=False)
+            try:  # Regions.infer without the binding, spelled out: one frame less per call
+                response = await self.inference.infer(template.request(call.data))
+            except DecoupledModel as error:
+                raise error.at_endpoint(INFER_ENDPOINT) from None
             return encode_response_bytes(response, self.heads)
         inference = decode_request(call.message, self.limits, self.regions.read_input, call.raw)
         inference.parameters.pop(EMPTY_FINAL, None)  # a stream's flag: Triton takes it off here too
         self.templates.learn(call, inference)  # before the dataplane sees it
-        return encode_response_bytes(await self.regions.infer(inference, "ModelInfer RPC"), self.heads)
+        return encode_response_bytes(await self.regions.infer(inference, INFER_ENDPOINT), self.heads)
 
     async def model_stream_infer(
         self, requests: AsyncIterator[pb.ModelInferRequest], context: grpc.aio.ServicerContext
