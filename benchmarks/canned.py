@@ -2,8 +2,9 @@
 
 ``python benchmarks/canned.py KIND PORT METADATA_DIR`` with KIND ``http``, ``grpc``
 (grpc.aio), ``grpc-floor`` (grpc.aio moving bytes only), ``grpc-sync`` (grpcio's
-thread-pool server) or ``grpc-model`` (grpc.aio running the peer models' own code
-and nothing else: model_only.py; not canned, a yardstick for the peer rows).
+thread-pool server), ``grpc-model`` (grpc.aio running the peer models' own code
+and nothing else: model_only.py; not canned, a yardstick for the peer rows) or
+``grpc-required`` (the same plus the work a server must keep: required_only.py).
 Both answer the calls perf_analyzer makes before measuring (server metadata,
 model metadata, model config) with bytes captured from the real server, and
 answer every inference by echoing the request's tensor data back under the
@@ -188,6 +189,14 @@ def model_only_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]
     return _with_model_infer(captured, outputs, model_only.infer_handler(model_only.load_models()))
 
 
+def required_handlers(captured: dict[str, bytes], outputs: dict[str, list[str]]) -> grpc.GenericRpcHandler:
+    """grpc_handlers with a ModelInfer that runs the peer model and the required work
+    (required_only.py)."""
+    import required_only  # a sibling module, as above
+
+    return _with_model_infer(captured, outputs, required_only.required_handler())
+
+
 def _with_model_infer(
     captured: dict[str, bytes], outputs: dict[str, list[str]], infer: grpc.RpcMethodHandler
 ) -> grpc.GenericRpcHandler:
@@ -246,7 +255,11 @@ async def serve(kind: str, port: int, folder: Path) -> None:
         await server.serve_forever()
     else:
         server = grpc.aio.server(options=_GRPC_OPTIONS)
-        handlers = {"grpc-floor": floor_handlers, "grpc-model": model_only_handlers}.get(kind, grpc_handlers)
+        handlers = {
+            "grpc-floor": floor_handlers,
+            "grpc-model": model_only_handlers,
+            "grpc-required": required_handlers,
+        }.get(kind, grpc_handlers)
         server.add_generic_rpc_handlers((handlers(captured, outputs),))
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()

@@ -10,9 +10,11 @@ same perf_analyzer measures ours, Triton, the bare grpc.aio echo server
 grpc.aio's floor (canned.py ``grpc-floor``: bytes in, canned bytes out, no
 work in Python; no server built on grpcio can beat it) and grpc.aio running the
 peer model's own ``model.py`` with nothing around it (canned.py ``grpc-model``,
-model_only.py: no grpcio server that runs this model can beat it) one after
-the other, round after round; the rows show medians and the median per-round
-ratios.
+model_only.py: no grpcio server that runs this model can beat it) and the same
+with the work a server must keep (canned.py ``grpc-required``, required_only.py:
+validation, statistics, the request scope, the deadline, error statuses) one
+after the other, round after round; the rows show medians and the median
+per-round ratios.
 Without the peer installed its column is left out, with a note.
 """
 
@@ -37,7 +39,7 @@ PEER_MODELS = HERE / "peer_models"
 PEER_VENV = Path(os.environ.get("TRITON_PEER_VENV", HERE.parent / ".venv" / "triton-peer"))
 MiB = 1024 * 1024
 #: The grpc.aio servers measured beside ours and Triton: column name -> canned.py kind.
-YARDSTICKS = {"bare": "grpc", "floor": "grpc-floor", "model": "grpc-model"}
+YARDSTICKS = {"bare": "grpc", "floor": "grpc-floor", "model": "grpc-model", "required": "grpc-required"}
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ def _median_round(scenario: PeerScenario, rounds: list[dict]) -> dict:
         if name in rounds[0]:
             row[name] = median([r[name] for r in rounds])
     if "triton" in rounds[0]:  # grpcio's own limits, as shares of Triton's rate: carrying a call,
-        for name in ("floor", "model"):  # and carrying it through the model's Python
+        for name in ("floor", "model", "required"):  # through the model's Python, with the checks
             row[f"{name}_of_triton"] = median([r[name] / r["triton"] if r["triton"] else 0.0 for r in rounds])
     for name in ("triton", *YARDSTICKS):
         if name in rounds[0]:
@@ -229,23 +231,27 @@ def _median_round(scenario: PeerScenario, rounds: list[dict]) -> dict:
 
 def print_peer_table(rows: list[dict]) -> None:
     """One line per scenario. "floor of triton" is the best any grpcio server could do;
-    "model of triton" the best one running the peer model's Python could do."""
-    print(
-        f"\n| {'scenario':36} | {'ours /s':>9} | {'triton /s':>9} | {'bare aio /s':>11} | {'floor /s':>9} "
-        f"| {'model /s':>9} | {'of triton':>9} | {'of model':>8} | {'floor of triton':>15} "
-        f"| {'model of triton':>15} |"
-    )
-    print(
-        f"|{'-' * 38}|{'-' * 11}|{'-' * 11}|{'-' * 13}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 10}"
-        f"|{'-' * 17}|{'-' * 17}|"
-    )
+    "model of triton" the best one running the peer model's Python could do; "required of
+    triton" the best one that also does the work ours must keep."""
+    columns = [  # (header, row key, format)
+        ("ours /s", "ours", ".1f"),
+        ("triton /s", "triton", ".1f"),
+        ("bare aio /s", "bare", ".1f"),
+        ("floor /s", "floor", ".1f"),
+        ("model /s", "model", ".1f"),
+        ("required /s", "required", ".1f"),
+        ("of triton", "of_triton", ".2f"),
+        ("of model", "of_model", ".2f"),
+        ("of required", "of_required", ".2f"),
+        ("floor of triton", "floor_of_triton", ".2f"),
+        ("model of triton", "model_of_triton", ".2f"),
+        ("required of triton", "required_of_triton", ".2f"),
+    ]
+    print("\n| " + " | ".join([f"{'scenario':36}", *(header for header, _, _ in columns)]) + " |")
+    print("|" + "|".join(["-" * 38, *("-" * (len(header) + 2) for header, _, _ in columns)]) + "|")
     for row in rows:
-        triton = f"{row['triton']:.1f}" if "triton" in row else "-"
-        shares = [
-            f"{row[key]:.2f}" if key in row else "-"
-            for key in ("of_triton", "floor_of_triton", "model_of_triton")
+        cells = [
+            f"{format(row[key], spec):>{len(header)}}" if key in row else f"{'-':>{len(header)}}"
+            for header, key, spec in columns
         ]
-        print(
-            f"| {row['scenario']:36} | {row['ours']:9.1f} | {triton:>9} | {row['bare']:11.1f} | {row['floor']:9.1f} "
-            f"| {row['model']:9.1f} | {shares[0]:>9} | {row['of_model']:8.2f} | {shares[1]:>15} | {shares[2]:>15} |"
-        )
+        print("| " + " | ".join([f"{row['scenario']:36}", *cells]) + " |")

@@ -1,5 +1,7 @@
-"""The peer rows' model-only yardstick (benchmarks/model_only.py, ``canned.py grpc-model``) answers
-what the peer models compute, so its rate in `make bench --only peer` is that of real work."""
+"""The peer rows' yardsticks that run the model (benchmarks/model_only.py, ``canned.py grpc-model``;
+benchmarks/required_only.py, ``canned.py grpc-required``) answer what the peer models compute, so
+their rates in `make bench --only peer` are those of real work; the second also refuses what does
+not fit the model, as the checks it stands for must."""
 
 from __future__ import annotations
 
@@ -19,14 +21,27 @@ from modelplatform_oip.protos import grpc_service_pb2_grpc as pb_grpc
 from ..conftest import ROOT
 
 
+@pytest.fixture(scope="module", params=["grpc-model", "grpc-required"])
+def stub(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
+    yield from _serving(request.param, tmp_path_factory)
+
+
 @pytest.fixture(scope="module")
-def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
+def required(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
+    yield from _serving("grpc-required", tmp_path_factory)
+
+
+def _serving(
+    kind: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
     folder: Path = tmp_path_factory.mktemp("yardstick")
     (folder / "captured.json").write_text("{}")  # only ModelInfer is called here
     (folder / "outputs.json").write_text("{}")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "canned.py"), "grpc-model", str(port), str(folder)],
+        [sys.executable, str(ROOT / "benchmarks" / "canned.py"), kind, str(port), str(folder)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -64,3 +79,19 @@ def test_simple_answers_the_sum_and_the_difference(stub) -> None:
 def test_identity_answers_its_input(stub) -> None:
     values = np.linspace(-1, 1, 1000, dtype=np.float32)
     assert np.array_equal(_infer(stub, "identity_fp32", INPUT0=values)["OUTPUT0"], values)
+
+
+@pytest.mark.parametrize(
+    ("datatype", "shape"),
+    [("FP32", (1, 16)), ("INT32", (1, 15)), ("INT32", (16,))],
+    ids=["type", "dims", "rank"],
+)
+def test_required_refuses_an_input_that_does_not_fit(required, datatype: str, shape: tuple[int, ...]) -> None:
+    request = pb.ModelInferRequest(model_name="simple")
+    for name in ("INPUT0", "INPUT1"):
+        request.inputs.add(name=name, datatype=datatype, shape=shape)
+        request.raw_input_contents.append(bytes(4 * int(np.prod(shape))))
+    with pytest.raises(grpc.RpcError) as refused:
+        required.ModelInfer(request, timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "INPUT0" in refused.value.details()
