@@ -144,3 +144,17 @@ def test_refused_before_the_model_runs(server):
         with pytest.raises(InferenceServerException, match="'classification' must be a non-negative integer"):
             client.infer("classifier", [features], outputs=[bad])
     assert after == before
+
+
+def test_an_input_that_does_not_fit_is_named_before_the_classification(server):
+    """Both wrong: the input's error answers, as validation runs before the output checks."""
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        tensor = httpclient.InferInput("INPUT0", [1], "INT32")  # declared BYTES
+        tensor.set_data_from_numpy(np.array([7], dtype=np.int32))
+        with pytest.raises(InferenceServerException, match="INPUT0") as caught:
+            client.infer(
+                "identity_bytes",
+                [tensor],
+                outputs=[httpclient.InferRequestedOutput("OUTPUT0", class_count=1)],
+            )
+    assert "class result" not in str(caught.value)

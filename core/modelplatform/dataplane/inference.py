@@ -72,10 +72,14 @@ class Inference:
         rows = 0
         try:
             rules = model.rules
-            if request.layout not in rules.fitting:  # a layout checked before fits (validation.py)
+            if request.layout not in rules.fitting:  # a layout that fitted before fits (validation.py)
+                rules.check(request)  # inputs first, as before: their errors come first
                 if request.outputs is not None:
-                    check_requested(request.outputs, model.config)
-                rules.check(request)
+                    try:
+                        check_requested(request.outputs, model.config)
+                    except ModelPlatformError:
+                        rules.fitting.discard(request.layout)  # its outputs do not fit after all
+                        raise
             if model.config.decoupled:  # its responses need a streaming call
                 raise DecoupledModel(request.model_name)
             request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
