@@ -173,19 +173,12 @@ def tensor_value(tensor: Tensor) -> Any:
 
 def outcome(response: InferenceResponse) -> tuple[TritonError | None, dict[str, Any]]:
     """A response's error and what each output holds, by name: read in one call (the runner
-    reads every response; each method call here cost the event loop about 1 µs)."""
+    reads every response, and every call on the request path costs the event loop: see
+    docs/performance.md, issue 32, seventh session)."""
     values = {}
-    for tensor in response._outputs:  # named_values, spelled out
+    for tensor in response._outputs:  # a loop, not a comprehension: a frame less
         values[tensor._name] = tensor._array
     return response._error, values
-
-
-def named_values(tensors: Sequence[Tensor]) -> dict[str, Any]:
-    """What each tensor holds, by name (:func:`tensor_value` for a whole response)."""
-    values = {}
-    for tensor in tensors:  # a loop, not a comprehension: one frame less per response
-        values[tensor._name] = tensor._array
-    return values
 
 
 def _from_capsule(capsule: Any) -> Any:

@@ -77,7 +77,8 @@ class RequestTemplate:
         return self.message.model_name
 
     def request(self, data: bytes) -> InferenceRequest:
-        """The call in ``data`` (which :meth:`matches`): fresh objects, tensors viewing ``data``."""
+        """The call in ``data`` (which :meth:`RequestTemplates.match` matched to this template):
+        fresh objects, tensors viewing ``data``."""
         inputs = []
         for i in self.inputs:  # loops, not comprehensions: each of those is a frame per call
             array = np.frombuffer(data, i.dtype, i.count, i.offset).reshape(i.shape)

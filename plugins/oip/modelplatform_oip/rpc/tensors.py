@@ -165,7 +165,7 @@ def encode_response_bytes(response: InferenceResponse, heads: ReplyHeads | None 
     from ``heads`` when given (made once per distinct one, repeats.py)."""
     raw: list[bytes | memoryview] = []
     for tensor in response.outputs:  # no comprehension, in_region and raw_view's commonest case
-        data = tensor.data  # spelled out: each frame costs the loop about 1 µs (performance.md)
+        data = tensor.data  # spelled out: every frame here costs the loop (performance.md)
         if REGION in tensor.parameters:
             raw.append(b"")
         elif (
