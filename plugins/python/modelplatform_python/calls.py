@@ -86,11 +86,6 @@ class InstanceCaller:
         #: Set once the model blocked on a nested call: it stays on its thread.
         self.pinned = False
 
-    @property
-    def inline(self) -> bool:
-        """Whether the next call runs on the event loop."""
-        return not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns
-
     async def call(self, function: Callable[..., T], *args: Any) -> T:
         result = self.try_inline(function, *args)
         if result is Deferred.TO_THREAD:
@@ -101,7 +96,8 @@ class InstanceCaller:
         """The call run on the loop now, when the instance may run inline; else TO_THREAD, and
         the caller awaits :meth:`on_thread` (a plain call, not a coroutine: the request path
         of a cheap model pays one frame here, not two)."""
-        if self.pinned or self._probes < _PROBES or self._average_ns > self._budget_ns:  # not inline
+        # Inline only once measured (the probes), never pinned, and cheap on average.
+        if self.pinned or self._probes < _PROBES or self._average_ns > self._budget_ns:
             return Deferred.TO_THREAD
         global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
         _inline = True
@@ -113,7 +109,7 @@ class InstanceCaller:
             return Deferred.TO_THREAD
         finally:
             _inline = False
-            # Inline only after the probes (see inline): the moving average alone.
+            # Inline only after the probes (above): the moving average alone.
             self._average_ns += _WEIGHT * (time.perf_counter_ns() - started - self._average_ns)
 
     async def on_thread(self, function: Callable[..., T], *args: Any) -> T:
