@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -79,13 +80,18 @@ def free_port() -> int:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port: int = sock.getsockname()[1]
-        if port % workers == share:
+        # Never one handed out lately: the kernel may pick a closed port again at once, and a
+        # server given it twice (its HTTP and gRPC ports) fails to bind the second.
+        if port % workers == share and port not in _handed_out:
             break
+    _handed_out.append(port)
     return port
 
 
 #: Kernel picks tried for a port of this process's share (one in N on average).
 _SHARE_TRIES = 200
+#: The ports this process handed out lately (each is bound by its server within moments).
+_handed_out: deque[int] = deque(maxlen=256)
 
 
 def _port_share() -> tuple[int, int]:
