@@ -112,7 +112,7 @@ class Regions:
             if self.codec is not None:
                 return self.codec.bind_outputs(request)
             for output in request.outputs or ():
-                if REGION in output.parameters:  # names_region, spelled out: per output per call
+                if names_region(output.parameters):
                     raise _disabled(f"output '{output.name}'", output.parameters)
         except ModelPlatformError as error:
             raise error.naming_model(request.model_name) from None

@@ -166,11 +166,6 @@ class Tensor:
         return cls(name, value)
 
 
-def tensor_value(tensor: Tensor) -> Any:
-    """What a Tensor holds, host or device (the runner's view; models use as_numpy/to_dlpack)."""
-    return tensor._array
-
-
 def outcome(response: InferenceResponse) -> tuple[TritonError | None, dict[str, Any]]:
     """A response's error and what each output holds, by name: read in one call (the runner
     reads every response, and every call on the request path costs the event loop: see
