@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections import deque
 
 from modelplatform import testing
 from modelplatform.testing import free_port
@@ -64,4 +65,6 @@ def test_a_port_the_kernel_offers_again_is_not_handed_out_twice(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     monkeypatch.setattr(testing.socket, "socket", Kernel)
+    # What this process handed out before (the kernel may have offered 41000 to another test).
+    monkeypatch.setattr(testing, "_handed_out", deque(maxlen=256))
     assert [testing.free_port(), testing.free_port()] == [41000, 41007]
