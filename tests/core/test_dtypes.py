@@ -2,9 +2,11 @@ import numpy as np
 import pytest
 
 from modelplatform import InvalidArgument
+from modelplatform.base.dtypes import ALIGN_COPY_BYTES
 from modelplatform.datatypes import (
     CONFIG_TO_DATATYPE,
     DATATYPES,
+    aligned,
     decode_bytes,
     element_count,
     element_size,
@@ -65,6 +67,26 @@ def test_from_buffer_is_zero_copy_and_checks_size():
     assert np.shares_memory(array, np.frombuffer(body, dtype=np.uint8))
     with pytest.raises(InvalidArgument, match="expected 12"):
         from_buffer(body, "FP32", 3)
+
+
+def test_a_small_misaligned_input_is_copied_to_aligned_read_only_memory():
+    values = np.arange(4, dtype=np.int32)
+    body = b"xy" + values.tobytes()  # after 2 bytes of header: misaligned for INT32
+    array = from_buffer(memoryview(body)[2:], "INT32", 4)
+    assert array.flags.aligned and not array.flags.writeable
+    assert (array == values).all() and not np.shares_memory(array, np.frombuffer(body, np.uint8))
+    view = np.frombuffer(body, np.int32, 4, 2)
+    assert not view.flags.aligned and aligned(view) is not view
+    fitting = np.frombuffer(values.tobytes(), np.int32)
+    assert aligned(fitting) is fitting  # aligned already: the view itself
+
+
+def test_a_large_misaligned_input_stays_a_view():
+    count = ALIGN_COPY_BYTES // 4
+    body = b"xy" + np.zeros(count, np.int32).tobytes()
+    view = np.frombuffer(body, np.int32, count, 2)
+    assert not view.flags.aligned and aligned(view) is view  # copying costs more than it saves
+    assert np.shares_memory(from_buffer(memoryview(body)[2:], "INT32", count), view)
 
 
 def test_element_count_limits_before_allocation():

@@ -37,7 +37,7 @@ PUBLIC = {
 
 SUB_APIS = {
     "modelplatform.datatypes": {
-        "CONFIG_TO_DATATYPE", "DATATYPES", "DATATYPE_TO_CONFIG", "as_bytes_array", "datatype_of",
+        "CONFIG_TO_DATATYPE", "DATATYPES", "DATATYPE_TO_CONFIG", "aligned", "as_bytes_array", "datatype_of",
         "decode_bytes", "element_count", "element_size", "encode_bytes", "from_buffer", "numpy_dtype",
     },
     "modelplatform.statistics": {

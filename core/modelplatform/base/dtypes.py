@@ -116,8 +116,32 @@ def decode_bytes(buffer: bytes | memoryview, count: int, max_element_bytes: int 
     return out
 
 
+#: Inputs below this size whose bytes sit at an address their element size does not divide
+#: are copied to aligned memory (see :func:`aligned`); larger ones stay views, as copying
+#: them would cost more than the slower arithmetic.
+ALIGN_COPY_BYTES: Final = 64 * 1024
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    """``array``, or a read-only aligned copy of it when it is misaligned and small.
+
+    A protocol frame puts a tensor's bytes wherever its headers end, so a view over
+    them is often misaligned (an INT32 at an offset of 2). numpy, and the frameworks
+    that take numpy arrays, run every operation on such an array through a slower
+    buffered path: on a busy gRPC server that cost about 9 µs of the event loop per
+    call for ``simple`` (docs/performance.md, issue 32, eighth session). The copy is
+    read-only, as the view it replaces.
+    """
+    if array.flags.aligned or array.nbytes >= ALIGN_COPY_BYTES:
+        return array
+    copy = array.copy()
+    copy.flags.writeable = False
+    return copy
+
+
 def from_buffer(buffer: bytes | memoryview, datatype: str, count: int) -> np.ndarray:
-    """A zero-copy flat array over ``buffer`` for a fixed-size datatype."""
+    """A zero-copy flat array over ``buffer`` for a fixed-size datatype (a small misaligned
+    one is copied to aligned memory: :func:`aligned`)."""
     dtype = _WIRE_DTYPES.get(datatype)
     if dtype is None:
         numpy_dtype(datatype)  # unknown: its error
@@ -128,4 +152,4 @@ def from_buffer(buffer: bytes | memoryview, datatype: str, count: int) -> np.nda
             f"{datatype} data is {len(buffer)} bytes, expected {expected} for {count} elements"
         )
     array = np.frombuffer(buffer, dtype=dtype, count=count)
-    return array.view(np.bool_) if datatype == "BOOL" else array
+    return array.view(np.bool_) if datatype == "BOOL" else aligned(array)

@@ -49,13 +49,20 @@ def _simple_body(a: np.ndarray, b: np.ndarray) -> tuple[bytes, int]:
     return _body({"inputs": inputs}, a.tobytes(), b.tobytes())
 
 
-def test_binary_inputs_are_views_over_the_body():
+@pytest.mark.parametrize("shift", [0, 1, 2, 3])
+def test_binary_inputs_are_views_over_the_body_or_small_aligned_copies(shift):
     a, b = np.arange(16, dtype="<i4"), np.full(16, 7, dtype="<i4")
-    body, length = _simple_body(a, b)
-    request = BinaryCodec().decode(body, length, "simple", "", SIMPLE, LIMITS)
+    inputs = [{"name": n, "datatype": "INT32", "shape": [1, 16],
+               "parameters": {"binary_data_size": 64}} for n in ("INPUT0", "INPUT1")]  # fmt: skip
+    head = json.dumps({"inputs": inputs}).encode()
+    head += b" " * ((-len(head) + shift) % 4)  # JSON may end in spaces: the inputs start `shift` past 4
+    body = head + a.tobytes() + b.tobytes()
+    request = BinaryCodec().decode(body, len(head), "simple", "", SIMPLE, LIMITS)
     whole = np.frombuffer(body, np.uint8)
     for tensor, expected in zip(request.inputs, (a, b), strict=True):
-        assert np.shares_memory(tensor.data, whole)  # zero-copy
+        # Aligned: a view (zero-copy); misaligned and small: an aligned copy (datatypes.aligned).
+        assert np.shares_memory(tensor.data, whole) == (shift == 0)
+        assert tensor.data.flags.aligned and not tensor.data.flags.writeable
         assert tensor.data.shape == (1, 16)
         assert tensor.data.reshape(-1).tolist() == expected.tolist()
 

@@ -293,3 +293,16 @@ def test_a_call_with_an_id_gets_its_id_back(stub) -> None:
     ones = np.ones((1, 16), np.int32)
     for call_id in ("a-1", "a-2"):
         assert stub.ModelInfer(_simple(ones, ones, id=call_id), timeout=10).id == call_id
+
+
+def test_a_repeated_calls_misaligned_small_input_reaches_the_model_aligned() -> None:
+    message = _message("INT32")
+    data = message.SerializeToString()
+    offsets = [data.find(raw) for raw in message.raw_input_contents]
+    assert any(offset % 4 for offset in offsets)  # the frame puts one at an odd offset
+    templates = _learned(message)
+    again = _message("INT32", values=5)
+    made = _rebuilt(templates, again.SerializeToString())
+    assert all(t.data.flags.aligned and not t.data.flags.writeable for t in made.inputs)
+    _same(made, _full_decode(again.SerializeToString()))
+    assert all(t.data.flags.aligned for t in _full_decode(again.SerializeToString()).inputs)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from modelplatform import InferenceRequest, InferenceResponse, RequestedOutput, Tensor
-from modelplatform.datatypes import from_buffer
+from modelplatform.datatypes import aligned, from_buffer
 
 from ..protos import grpc_service_pb2 as pb
 from .wire import RAW_INPUT_TAG, InferCall, top_level_fields
@@ -56,6 +56,11 @@ class _RawInput:
     dtype: np.dtype
     count: int
     offset: int
+    #: Misaligned at this offset, and small: copied to aligned memory (datatypes.aligned).
+    #: Every call's bytes object puts its payload at the same alignment (CPython allocates
+    #: bytes at a fixed header offset from an aligned block), so the template's first call
+    #: tells.
+    realign: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +83,12 @@ class RequestTemplate:
 
     def request(self, data: bytes) -> InferenceRequest:
         """The call in ``data`` (which :meth:`RequestTemplates.match` matched to this template):
-        fresh objects, tensors viewing ``data``."""
+        fresh objects, tensors viewing ``data`` (small misaligned ones copied: datatypes.aligned)."""
         inputs = []
         for i in self.inputs:  # loops, not comprehensions: each of those is a frame per call
             array = np.frombuffer(data, i.dtype, i.count, i.offset).reshape(i.shape)
+            if i.realign:
+                array = aligned(array)
             inputs.append(Tensor(i.name, i.datatype, i.shape, array))
         outputs = None
         if self.outputs is not None:
@@ -173,8 +180,10 @@ def _raw_input(data: bytes, tensor: Tensor, payload: int, end: int) -> _RawInput
     if tensor.parameters or tensor.device is not None or tensor.datatype == "BYTES":
         return None
     count = tensor.data.size
-    array = from_buffer(memoryview(data)[payload:end], tensor.datatype, count)
-    return _RawInput(tensor.name, tensor.datatype, tuple(tensor.shape), array.dtype, count, payload)
+    dtype = from_buffer(memoryview(data)[payload:end], tensor.datatype, count).dtype  # and its checks
+    view = np.frombuffer(data, dtype, count, payload)
+    realign = aligned(view) is not view
+    return _RawInput(tensor.name, tensor.datatype, tuple(tensor.shape), dtype, count, payload, realign)
 
 
 def _layout(data: bytes) -> tuple[int, list[tuple[int, int, int]]] | None:
