@@ -2,7 +2,8 @@
 
 Raw form: little-endian, row-major, no padding; BOOL one byte per element;
 BYTES each element as a 4-byte little-endian length followed by its bytes.
-Fixed-size inputs become views over the caller's buffer (no copy).
+Fixed-size inputs become views over the caller's buffer (no copy), but for small
+misaligned ones, copied aligned (``modelplatform.datatypes.aligned``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Region parameters -> tensors for oip-rest and oip-grpc alike (the oip ``RegionCodec`` seam).
 
 Inputs: a numpy view over the mapped region (``np.frombuffer`` through the
-oip raw decoder): the backend reads the client's memory, nothing is copied.
+oip raw decoder): the backend reads the client's memory, nothing is copied (but
+for a small input its offset misaligns: copied aligned, ``datatypes.aligned``).
 BYTES inputs are decoded into an object array, as they are from a body.
 Outputs: checked before inference (region known, window inside it, not also
 asked for as binary data) and offered to the backend as the requested

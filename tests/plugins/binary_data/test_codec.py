@@ -43,12 +43,6 @@ def _body(header: dict, *blobs: bytes) -> tuple[bytes, int]:
     return head + b"".join(blobs), len(head)
 
 
-def _simple_body(a: np.ndarray, b: np.ndarray) -> tuple[bytes, int]:
-    inputs = [{"name": n, "datatype": "INT32", "shape": [1, 16],
-               "parameters": {"binary_data_size": 64}} for n in ("INPUT0", "INPUT1")]  # fmt: skip
-    return _body({"inputs": inputs}, a.tobytes(), b.tobytes())
-
-
 @pytest.mark.parametrize("shift", [0, 1, 2, 3])
 def test_binary_inputs_are_views_over_the_body_or_small_aligned_copies(shift):
     a, b = np.arange(16, dtype="<i4"), np.full(16, 7, dtype="<i4")

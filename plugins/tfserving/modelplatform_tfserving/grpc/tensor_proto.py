@@ -1,7 +1,8 @@
 """``tensorflow.TensorProto`` <-> numpy.
 
 ``tensor_content`` (what TensorFlow's ``make_tensor_proto`` sends) becomes a
-zero-copy ``np.frombuffer`` view; typed fields (``float_val``...) are read
+zero-copy ``np.frombuffer`` view (a small misaligned one is copied aligned:
+``datatypes.aligned``); typed fields (``float_val``...) are read
 with TensorFlow's rule that a short list repeats its last value to fill the
 shape. Answers use ``tensor_content`` for fixed-size types and
 ``string_val`` for strings.
