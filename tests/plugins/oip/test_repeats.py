@@ -304,5 +304,6 @@ def test_a_repeated_calls_misaligned_small_input_reaches_the_model_aligned() -> 
     again = _message("INT32", values=5)
     made = _rebuilt(templates, again.SerializeToString())
     assert all(t.data.flags.aligned and not t.data.flags.writeable for t in made.inputs)
-    _same(made, _full_decode(again.SerializeToString()))
-    assert all(t.data.flags.aligned for t in _full_decode(again.SerializeToString()).inputs)
+    decoded = _full_decode(again.SerializeToString())
+    _same(made, decoded)
+    assert all(t.data.flags.aligned for t in decoded.inputs)
