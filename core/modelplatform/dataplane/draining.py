@@ -83,6 +83,16 @@ class Drain:
             self._calls.add(task)
         return task
 
+    def admit_now(self) -> bool:
+        """Count a call that runs to its end without yielding to the loop, unless the budget
+        has run out (False: the caller takes :meth:`enter`'s path, which refuses it). Such a
+        call is never in flight while anything else runs, so it joins no set: nothing can
+        wait for it or cancel it."""
+        if self.phase is Phase.ENDED:
+            return False
+        self.entered += 1
+        return True
+
     def leave(self, task: asyncio.Task[object] | None) -> None:
         self._calls.discard(task)
 

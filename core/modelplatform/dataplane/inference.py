@@ -115,6 +115,48 @@ class Inference:
         stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # the hot path keeps one check: stats exist once READY
         return _finish(response, request, model)
 
+    def infer_now(self, request: InferenceRequest) -> InferenceResponse | None:
+        """:meth:`infer` without awaiting, where the model answers at once; else None, with
+        nothing done or counted, and the caller awaits :meth:`infer`.
+
+        "At once": a request with no parameters, in a layout that fitted before, to
+        a model without a response cache whose scheduler has an idle instance that
+        runs it inline (``Backend.execute_now``). Such a call never yields to the
+        loop, so no drain, cancellation or unload can happen during it: it skips
+        the in-flight counts :meth:`infer` keeps, and their cost.
+        """
+        check_first_model(request.model_name)
+        try:
+            model = self._models.get(request.model_name, request.model_version)
+        except ModelPlatformError:
+            return None  # infer() raises it, counted
+        if request.parameters or model.cache is not None or model.config.decoupled:
+            return None
+        if request.layout not in model.rules.fitting or not self._drain.admit_now():
+            return None
+        started = request.arrived_ns = time.perf_counter_ns()
+        request.deadline = deadline_for(request.parameters, model.config.dynamic_batching)
+        stats = model.stats
+        scheduled = False
+        try:
+            if not model.accepts_device_memory:
+                to_host_inputs(request)
+            scheduled = True
+            response = model.scheduler.submit_now(request)  # type: ignore[union-attr]  # a READY version has its scheduler
+        except ModelPlatformError as error:
+            reason = failure_reason(error, scheduled)
+            record_failure(request.model_name, request.model_version, stats, started, error, reason)
+            raise
+        except Exception as error:
+            failure = ModelExecutionError(request.model_name, error)
+            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
+            raise failure from error
+        if response is None:
+            return None
+        rows = request.inputs[0].shape[0] if model.config.max_batch_size > 0 else 1
+        stats.record_success(time.perf_counter_ns() - started, 0, rows)  # type: ignore[union-attr]  # stats exist once READY
+        return _finish(response, request, model)
+
     def count_refused(self, name: str, protocol: str = "") -> None:
         """A request a dialect refused before asking the dataplane (a body it could not
         decode, a model it resolved itself): one failure OTHER, under ``name`` when the

@@ -154,6 +154,18 @@ class Backend(ABC):
     async def execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         """Run a batch; one response or error per request, in order."""
 
+    def execute_now(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError | None:
+        """One request answered at once, on the event loop; None where this instance cannot
+        (the default), having done nothing: the request then goes to :meth:`execute`.
+
+        For a model that measured cheap enough to run inline (a few microseconds),
+        where a coroutine and its awaits would cost more than the model: the
+        scheduler offers it only an idle instance nobody waits for, and records its
+        phases as for :meth:`execute`. It must neither block nor await; an error
+        for this request alone is returned, as :meth:`execute` returns one.
+        """
+        return None
+
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Several responses for one request (decoupled / generator models).
 

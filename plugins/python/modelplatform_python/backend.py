@@ -59,6 +59,7 @@ from modelplatform import (
     InferenceRequest,
     InferenceResponse,
     ModelConfig,
+    ModelPlatformError,
     PhaseClock,
     RawResponse,
     Unavailable,
@@ -101,11 +102,14 @@ class PythonBackend(Backend):
         self._calls: ModelCalls | None = None
         #: Whether this instance's runner reads only host memory (all but TritonRunner).
         self._host_only = True
+        #: The runner when it is a TritonRunner, the one that may answer at once.
+        self._triton: TritonRunner | None = None
 
     async def load(self) -> None:
         self._calls = self._model_calls()
         self._runner = await self._chosen_runner()
-        self._host_only = not isinstance(self._runner, TritonRunner)
+        self._triton = self._runner if isinstance(self._runner, TritonRunner) else None
+        self._host_only = self._triton is None
         self._runner.phases = self.phases  # the runner marks where the model's code runs
         await self._bound(self._runner.load())
 
@@ -116,6 +120,12 @@ class PythonBackend(Backend):
         if self._host_only:
             return self._bound_execute(batch)
         return self._runner.execute(batch)
+
+    def execute_now(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError | None:
+        """A TritonRunner's answer at once, where its model runs inline; the other runners
+        await their model or its process: None, and the request goes to :meth:`execute`."""
+        triton = self._triton
+        return None if triton is None else triton.execute_now(request)
 
     async def _bound_execute(self, batch: Sequence[InferenceRequest]) -> ExecuteResult:
         host_inputs(batch)
@@ -139,6 +149,7 @@ class PythonBackend(Backend):
 
     async def unload(self) -> None:
         runner, self._runner = self._runner, _NotLoaded(self.config.name)
+        self._triton = None
         try:
             await self._bound(runner.unload())
         finally:

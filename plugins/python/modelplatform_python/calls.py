@@ -92,12 +92,16 @@ class InstanceCaller:
             return await self.on_thread(function, *args)
         return result
 
+    def runs_inline(self) -> bool:
+        """Whether the next call would run inline: once measured (the probes), never
+        pinned, and cheap on average."""
+        return not self.pinned and self._probes >= _PROBES and self._average_ns <= self._budget_ns
+
     def try_inline(self, function: Callable[..., T], *args: Any) -> T | Literal[Deferred.TO_THREAD]:
         """The call run on the loop now, when the instance may run inline; else TO_THREAD, and
         the caller awaits :meth:`on_thread` (a plain call, not a coroutine: the request path
         of a cheap model pays one frame here, not two)."""
-        # Inline only once measured (the probes), never pinned, and cheap on average.
-        if self.pinned or self._probes < _PROBES or self._average_ns > self._budget_ns:
+        if not self.runs_inline():
             return Deferred.TO_THREAD
         global _inline  # noqa: PLW0603 - the loop runs one inline call at a time
         _inline = True

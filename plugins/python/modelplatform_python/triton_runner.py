@@ -133,6 +133,29 @@ class TritonRunner:
             results.append(self._result(request, response))
         return results
 
+    def execute_now(self, request: InferenceRequest) -> InferenceResponse | ModelPlatformError | None:
+        """``execute`` for one request, inline and without a coroutine, where the model runs
+        inline (calls.py); None, having called nothing, where it does not. A model that
+        blocks on another one (NeedsThread) is called again on its thread: None then too."""
+        if self._awaits or self.streams or not self._caller.runs_inline():
+            return None
+        requests = [_pb_request(request, self._device_inputs)]
+        phases = self.phases
+        phases.inputs_ready_ns = time.perf_counter_ns()
+        token = current_calls.set(self._calls)
+        try:
+            responses = self._caller.try_inline(self._model.execute, requests)
+        except Exception as error:  # noqa: BLE001 - Triton: an exception fails the whole call
+            return ModelExecutionError(self._config.name, error)
+        finally:
+            phases.outputs_started_ns = time.perf_counter_ns()
+            current_calls.reset(token)
+        if responses is Deferred.TO_THREAD:
+            return None
+        if not isinstance(responses, (list, tuple)) or len(responses) != 1:
+            return self._miscounted(responses, 1)
+        return self._result(request, responses[0])
+
     def stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         if not self.streams:
             return self._refused()

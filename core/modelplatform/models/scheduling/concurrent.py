@@ -36,6 +36,9 @@ class ConcurrentScheduler:
         self._stats.record_execution(1, time.perf_counter_ns() - started, index)
         return single_result(results)
 
+    def submit_now(self, request: InferenceRequest) -> InferenceResponse | None:
+        return None  # its instances await other models (ensembles): never at once
+
     def pick(self) -> tuple[int, Backend]:
         return self._ring.next()
 

@@ -28,6 +28,11 @@ class Scheduler(Protocol):
         """Run one request on an instance (batched with others or not)."""
         ...
 
+    def submit_now(self, request: InferenceRequest) -> InferenceResponse | None:
+        """:meth:`submit` without awaiting, where an idle instance answers at once
+        (``Backend.execute_now``); None, with nothing run or recorded, where it cannot."""
+        ...
+
     def pick(self) -> tuple[int, Backend]:
         """The instance (and its index) for a stream or raw call, which bypasses ``submit``."""
         ...
@@ -48,6 +53,8 @@ class DirectScheduler:
         self._waiters: deque[asyncio.Future[tuple[int, Backend]]] = deque()
         self._stats = stats
         self._ring = InstanceRing(instances)
+        #: Whether any instance may answer at once: backends that never do cost nothing extra.
+        self._answers_now = any(type(b).execute_now is not Backend.execute_now for b in instances)
 
     async def submit(self, request: InferenceRequest) -> InferenceResponse:
         deadline = request.deadline
@@ -60,14 +67,8 @@ class DirectScheduler:
             raise deadline.error()
         try:
             started = time.perf_counter_ns()
-            queue_ns = started - (request.arrived_ns or started)
-            self._stats.record_queue(queue_ns)
             results = await instance.execute([request])
-            input_ns, infer_ns, output_ns = instance.phases.split(started, time.perf_counter_ns())
-            self._stats.record_execution(1, infer_ns, index, input_ns, output_ns)
-            scope = current_scope.get()  # this runs in the request's task
-            if scope is not None and scope.observed:
-                scope.note_phases(queue_ns, input_ns, infer_ns, output_ns)
+            self._record(index, instance, request, started)
         finally:
             if self._waiters:
                 self._release(index, instance)
@@ -76,6 +77,25 @@ class DirectScheduler:
         if len(results) == 1 and not isinstance(results[0], ModelPlatformError):
             return results[0]  # single_result's answer, without its frame
         return single_result(results)
+
+    def submit_now(self, request: InferenceRequest) -> InferenceResponse | None:
+        if not self._answers_now or not self._idle or self._waiters:
+            return None
+        deadline = request.deadline
+        if deadline is not None and deadline.passed():
+            return None  # submit answers it with the deadline's own error
+        index, instance = self._idle.pop()
+        try:
+            started = time.perf_counter_ns()
+            result = instance.execute_now(request)
+            if result is None:
+                return None
+            self._record(index, instance, request, started)
+        finally:
+            self._idle.append((index, instance))  # nothing else ran meanwhile: nobody waits
+        if isinstance(result, ModelPlatformError):
+            raise result
+        return result
 
     def pick(self) -> tuple[int, Backend]:
         return self._ring.next()
@@ -98,6 +118,16 @@ class DirectScheduler:
                 raise deadline.error() from None
             raise
         return chosen
+
+    def _record(self, index: int, instance: Backend, request: InferenceRequest, started: int) -> None:
+        """One execution's queue wait and phases, in the statistics and the request's trace."""
+        queue_ns = started - (request.arrived_ns or started)
+        self._stats.record_queue(queue_ns)
+        input_ns, infer_ns, output_ns = instance.phases.split(started, time.perf_counter_ns())
+        self._stats.record_execution(1, infer_ns, index, input_ns, output_ns)
+        scope = current_scope.get()  # this runs in the request's task
+        if scope is not None and scope.observed:
+            scope.note_phases(queue_ns, input_ns, infer_ns, output_ns)
 
     def _release(self, index: int, instance: Backend) -> None:
         while self._waiters:

@@ -103,6 +103,9 @@ class DynamicBatcher:
                 timers.append(loop.call_later(delay_us / 1e6, self._queue.delay, pending))
         return timers
 
+    def submit_now(self, request: InferenceRequest) -> InferenceResponse | None:
+        return None  # a request waits for the batch it may join
+
     def pick(self) -> tuple[int, Backend]:
         """Streams and raw calls are not batched: they take the next instance in turn."""
         return self._ring.next()

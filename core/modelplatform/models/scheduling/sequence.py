@@ -422,6 +422,9 @@ class SequenceBatcher:
 
     # -- the scheduler protocol ----------------------------------------------------------------
 
+    def submit_now(self, request: InferenceRequest) -> InferenceResponse | None:
+        return None  # a request joins its sequence's queue and slot
+
     def pick(self) -> tuple[int, Backend]:
         """Raw calls bypass sequences: they take the next instance in turn."""
         return self._ring.next()
