@@ -87,7 +87,7 @@ from modelplatform.models.remote_repository import RepositorySource
 from modelplatform.models.views import VersionInfo
 
 if TYPE_CHECKING:
-    from modelplatform.frontends.grpc_server import grpc_guard, grpc_status
+    from modelplatform.frontends.grpc_errors import grpc_guard, grpc_status
 
 #: Names whose modules import grpc: loaded on first use (PEP 562).
 _GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
@@ -95,9 +95,9 @@ _GRPC_NAMES = frozenset({"grpc_guard", "grpc_status"})
 
 def __getattr__(name: str) -> Any:
     if name in _GRPC_NAMES:
-        from modelplatform.frontends import grpc_server  # grpc only for plugins that serve gRPC
+        from modelplatform.frontends import grpc_errors  # grpc only for plugins that serve gRPC
 
-        return getattr(grpc_server, name)
+        return getattr(grpc_errors, name)
     raise AttributeError(f"module 'modelplatform' has no attribute '{name}'")
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import grpc
 
 from modelplatform.base.observing import ScopeOpener
-from modelplatform.frontends.grpc_server import _Refusals, _Registrar, _ScopeWrapper
+from modelplatform.frontends.grpc_scopes import Refusals, ScopeWrapper
+from modelplatform.frontends.grpc_server import _Registrar
 
 
 class RecordingServer:
@@ -51,7 +52,7 @@ class OneMethod(grpc.GenericRpcHandler):
 
 def registrar() -> tuple[_Registrar, RecordingServer]:
     server = RecordingServer()
-    wrapper = _ScopeWrapper({}, ScopeOpener(()), _Refusals(lambda name: None, {}))
+    wrapper = ScopeWrapper({}, ScopeOpener(()), Refusals(lambda name: None, {}))
     return _Registrar(server, wrapper, None), server  # type: ignore[arg-type]  # the stand-in
 
 
