@@ -185,7 +185,8 @@ def measure_peer_rows(
         try:
             for scenario in chosen:
                 rounds = [
-                    _round(scenario, measure, ours.grpc_url, peer, yardsticks) for _ in range(max(1, repeat))
+                    _round(scenario, measure, ours.grpc_url, peer, yardsticks, reverse=index % 2 == 1)
+                    for index in range(max(1, repeat))
                 ]
                 rows.append(_median_round(scenario, rounds))
         finally:
@@ -197,12 +198,19 @@ def measure_peer_rows(
     return rows
 
 
-def _round(scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | None, yardsticks: dict) -> dict:
-    rates = {"ours": measure(scenario, ours_url)}
+def _round(
+    scenario: PeerScenario, measure, ours_url: str, peer: TritonPeer | None, yardsticks: dict, reverse: bool
+) -> dict:
+    """Every server once; every other round in reverse order, so neither ours nor Triton is
+    always measured first (the machine drifts within a round)."""
+    urls = {"ours": ours_url}
     if peer is not None:
-        rates["triton"] = measure(scenario, peer.grpc_url)
+        urls["triton"] = peer.grpc_url
     for kind, server in yardsticks.items():
-        rates[kind] = measure(scenario, f"127.0.0.1:{server.port}")
+        urls[kind] = f"127.0.0.1:{server.port}"
+    order = list(urls)[::-1] if reverse else list(urls)
+    measured = {name: measure(scenario, urls[name]) for name in order}
+    rates = {name: measured[name] for name in urls}  # printed and kept in the usual order
     print(
         f"measured {scenario.label}: " + ", ".join(f"{k} {v:.1f}/s" for k, v in rates.items()),
         file=sys.stderr,
