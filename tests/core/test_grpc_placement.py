@@ -54,10 +54,25 @@ def test_a_load_that_wants_one_cpu_moves_there_and_tries_apart_ever_more_rarely(
     assert placements[-1] is True
     later = range(QUICK_TRY_TICKS + 2, len(placements))
     tries = [i for i in later if not placements[i] and placements[i - 1]]
-    assert len(tries) >= 3
-    gaps = [b - a for a, b in zip(tries, tries[1:])]
+    assert len(tries) >= 4
+    assert tries[0] - QUICK_TRY_TICKS <= 2 * QUICK_TRY_TICKS + 2  # the quick win checked at once
+    gaps = [b - a for a, b in zip(tries[1:], tries[2:])]
     assert gaps == sorted(gaps) and gaps[-1] > gaps[0]  # each lost try waits longer
-    assert tries[0] - QUICK_TRY_TICKS >= FIRST_TRY_TICKS
+    assert tries[1] - tries[0] >= FIRST_TRY_TICKS
+
+
+def test_a_quick_win_against_a_ramping_load_is_checked_and_taken_back():
+    # c8 on two CPUs: apart answers 5,000/s, one CPU 3,800/s; the first ticks ramp up.
+    chooser = Chooser()
+    ramp = iter([1_000.0, 2_000.0, 3_000.0])  # the partial tick, then two slow whole ones
+    placements = []
+    for _ in range(200):
+        steady = 3_800.0 if chooser.together else 5_000.0
+        placements.append(chooser.step(next(ramp, steady)))
+    assert placements[QUICK_TRY_TICKS + 2] is True  # one CPU beat the ramp-up ...
+    assert placements.index(False, QUICK_TRY_TICKS + 2) <= 2 * QUICK_TRY_TICKS + 6  # ... not for long
+    assert placements[-1] is False
+    assert placements[20:].count(True) <= 2  # then one CPU is tried rarely (one try: two ticks)
 
 
 def test_a_tie_keeps_one_cpu():

@@ -117,9 +117,10 @@ class Chooser:
     tick to settle, one measured) and keeps it when that tick's rate beats
     the mean of the last ``KEPT_TICKS`` ticks before the try. The first try
     comes after the tick in which calls started (partial, not counted) and
-    two whole ones; a try that loses doubles the wait before the next one, so
-    a steady load is disturbed ever more rarely; an idle tick goes back to
-    the start.
+    two whole ones; when it wins, the placement it left is tried as soon,
+    once, since the ticks it beat may have been the load's ramp-up. A try
+    that loses doubles the wait before the next one, so a steady load is
+    disturbed ever more rarely; an idle tick goes back to the start.
     """
 
     def __init__(self) -> None:
@@ -128,6 +129,7 @@ class Chooser:
         self._try_ticks = QUICK_TRY_TICKS
         self._phase = "idle"
         self._kept: deque[float] = deque(maxlen=KEPT_TICKS)  # the kept placement's last rates
+        self._confirming = False  # the next try checks a quick try's win
 
     def step(self, rate: float) -> bool:
         """The placement for the next tick (True: together) after one tick at ``rate`` calls/s."""
@@ -141,6 +143,7 @@ class Chooser:
         elif self._phase == "idle":  # calls began during this tick: a partial one, not kept
             self._phase, self._ticks, self._try_ticks = "run", 0, QUICK_TRY_TICKS
             self._kept.clear()
+            self._confirming = False
         else:
             self._kept.append(rate)
             if self._ticks >= self._try_ticks:
@@ -150,12 +153,19 @@ class Chooser:
     def _decide(self, tried_rate: float) -> None:
         kept_rate = sum(self._kept) / len(self._kept)
         factor = TOGETHER_MAY_LOSE_BY if self.together else APART_MUST_WIN_BY
+        quick = self._try_ticks == QUICK_TRY_TICKS
         if tried_rate >= kept_rate * factor:
-            self._try_ticks = FIRST_TRY_TICKS
+            # A quick try compared itself with the load's first ticks, which may have been its
+            # ramp-up (clients connecting): the other placement is tried as soon, once, so a
+            # win that only met a slow start does not hold for FIRST_TRY_TICKS.
+            confirm = quick and not self._confirming
+            self._try_ticks = QUICK_TRY_TICKS if confirm else FIRST_TRY_TICKS
+            self._confirming = confirm
             self._kept.clear()
         else:
             self.together = not self.together
             self._try_ticks = min(max(self._try_ticks * 2, FIRST_TRY_TICKS), MAX_TRY_TICKS)
+            self._confirming = False
         self._phase, self._ticks = "run", 0
 
 
