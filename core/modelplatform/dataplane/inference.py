@@ -31,6 +31,7 @@ from modelplatform.dataplane.views import streams, version_info
 from modelplatform.models import ModelManager, ModelVersion
 from modelplatform.models.backend import RawResponse
 from modelplatform.models.response_cache import VersionCache
+from modelplatform.models.stats import ModelStats
 from modelplatform.models.streams import closing_stream
 from modelplatform.models.views import VersionInfo
 
@@ -99,13 +100,10 @@ class Inference:
             failure: ModelPlatformError = ServerShuttingDown()
             record_failure(request.model_name, request.model_version, stats, started, failure, "CANCELED")
             raise failure from None
-        except ModelPlatformError as error:
-            reason = failure_reason(error, scheduled)
-            record_failure(request.model_name, request.model_version, stats, started, error, reason)
-            raise
         except Exception as error:
-            failure = ModelExecutionError(request.model_name, error)
-            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
+            failure = _counted_failure(error, request, stats, started, scheduled)
+            if failure is error:
+                raise
             raise failure from error
         finally:
             model.leave()
@@ -143,13 +141,10 @@ class Inference:
                 to_host_inputs(request)
             scheduled = True
             response = model.scheduler.submit_now(request)  # type: ignore[union-attr]  # a READY version has its scheduler
-        except ModelPlatformError as error:
-            reason = failure_reason(error, scheduled)
-            record_failure(request.model_name, request.model_version, stats, started, error, reason)
-            raise
         except Exception as error:
-            failure = ModelExecutionError(request.model_name, error)
-            record_failure(request.model_name, request.model_version, stats, started, failure, "BACKEND")
+            failure = _counted_failure(error, request, stats, started, scheduled)
+            if failure is error:
+                raise
             raise failure from error
         if response is None:
             return None
@@ -238,6 +233,19 @@ class Inference:
             if not self._drain.ended(task):
                 raise
             raise ServerShuttingDown() from None
+
+
+def _counted_failure(
+    error: Exception, request: InferenceRequest, stats: ModelStats | None, started: int, scheduled: bool
+) -> ModelPlatformError:
+    """What a failed request raises (an error that is not the platform's: the model's), counted
+    in its model's statistics with Triton's reason; ``scheduled``: it failed once scheduling began."""
+    if isinstance(error, ModelPlatformError):
+        failure, reason = error, failure_reason(error, scheduled)
+    else:
+        failure, reason = ModelExecutionError(request.model_name, error), "BACKEND"
+    record_failure(request.model_name, request.model_version, stats, started, failure, reason)
+    return failure
 
 
 async def _cached(
