@@ -15,6 +15,11 @@ parsed, only the HTTP framing. ``grpc-floor`` does the same for gRPC: its
 ModelInfer takes the request's bytes unparsed and answers a reply serialised
 once per request size, so it measures what grpc.aio itself costs to carry a
 call (no protobuf work, no copy in Python): no server on grpcio can be faster.
+
+``canned.py KIND PORT METADATA_DIR LOOPS`` (a grpc.aio KIND) serves the port
+from LOOPS event loops, each with its own grpc.aio server in its own thread,
+all bound with SO_REUSEPORT, so that several such processes can share the port
+too (benchmarks/grpc_loops.py: what a second loop or process buys).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 from pathlib import Path
 
 import grpc
@@ -246,7 +252,9 @@ def load_captured(folder: Path) -> tuple[dict[str, bytes], dict[str, list[str]]]
     return captured, outputs
 
 
-async def serve(kind: str, port: int, folder: Path) -> None:
+async def serve(kind: str, port: int, folder: Path, shared: threading.Barrier | None = None) -> None:
+    """One server on this loop; with ``shared`` it binds with SO_REUSEPORT and, once
+    listening, waits at the barrier instead of announcing itself (serve_loops does)."""
     captured, outputs = load_captured(folder)
     if kind == "http":
         loop = asyncio.get_running_loop()
@@ -254,22 +262,40 @@ async def serve(kind: str, port: int, folder: Path) -> None:
         print("canned_started", flush=True)
         await server.serve_forever()
     else:
-        server = grpc.aio.server(options=_GRPC_OPTIONS)
+        reuse = [("grpc.so_reuseport", 1)] if shared is not None else []
+        grpc_server = grpc.aio.server(options=_GRPC_OPTIONS + reuse)
         handlers = {
             "grpc-floor": floor_handlers,
             "grpc-model": model_only_handlers,
             "grpc-required": required_handlers,
         }.get(kind, grpc_handlers)
-        server.add_generic_rpc_handlers((handlers(captured, outputs),))
-        server.add_insecure_port(f"127.0.0.1:{port}")
-        await server.start()
-        print("canned_started", flush=True)
-        await server.wait_for_termination()
+        grpc_server.add_generic_rpc_handlers((handlers(captured, outputs),))
+        grpc_server.add_insecure_port(f"127.0.0.1:{port}")
+        await grpc_server.start()
+        if shared is None:
+            print("canned_started", flush=True)
+        else:
+            await asyncio.to_thread(shared.wait)
+        await grpc_server.wait_for_termination()
+
+
+def serve_loops(kind: str, port: int, folder: Path, loops: int) -> None:
+    """``loops`` grpc.aio servers on one port, one event loop (and thread) each."""
+    import uvloop
+
+    shared = threading.Barrier(loops + 1)
+    for _ in range(loops):
+        threading.Thread(target=uvloop.run, args=(serve(kind, port, folder, shared),), daemon=True).start()
+    shared.wait()
+    print("canned_started", flush=True)
+    threading.Event().wait()  # the daemon threads serve until the process is stopped
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "grpc-sync":
         serve_grpc_sync(int(sys.argv[2]), Path(sys.argv[3]))
+    elif len(sys.argv) > 4:
+        serve_loops(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
     else:
         import uvloop
 

@@ -5,6 +5,7 @@ not fit the model, as the checks it stands for must."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,19 +37,26 @@ def required(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pb_grpc.GRPCI
 def _serving(
     kind: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
+    port = free_port()
+    with _canned(kind, port, tmp_path_factory):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield pb_grpc.GRPCInferenceServiceStub(channel)
+
+
+@contextlib.contextmanager
+def _canned(kind: str, port: int, tmp_path_factory: pytest.TempPathFactory, *loops: str) -> Iterator[None]:
+    """canned.py serving ``kind`` on ``port`` (``loops``: its optional LOOPS argument)."""
     folder: Path = tmp_path_factory.mktemp("yardstick")
     (folder / "captured.json").write_text("{}")  # only ModelInfer is called here
     (folder / "outputs.json").write_text("{}")
-    port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "canned.py"), kind, str(port), str(folder)],
+        [sys.executable, str(ROOT / "benchmarks" / "canned.py"), kind, str(port), str(folder), *loops],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "canned_started"
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield pb_grpc.GRPCInferenceServiceStub(channel)
+        yield
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -95,3 +103,19 @@ def test_required_refuses_an_input_that_does_not_fit(required, datatype: str, sh
         required.ModelInfer(request, timeout=10)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "INPUT0" in refused.value.details()
+
+
+def test_several_loops_and_processes_share_one_port(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """benchmarks/grpc_loops.py's shapes: two processes of two loops each on one port answer
+    every fresh connection (each may reach any loop) with the model's own answer."""
+    port = free_port()
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    b = np.full((1, 16), 5, dtype=np.int32)
+    with (
+        _canned("grpc-required", port, tmp_path_factory, "2"),
+        _canned("grpc-required", port, tmp_path_factory, "2"),
+    ):
+        for _ in range(8):
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                outputs = _infer(pb_grpc.GRPCInferenceServiceStub(channel), "simple", INPUT0=a, INPUT1=b)
+            assert np.array_equal(outputs["OUTPUT0"], a + b) and np.array_equal(outputs["OUTPUT1"], a - b)
