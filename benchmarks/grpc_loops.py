@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -43,20 +42,11 @@ class SharedPort:
 
     def __init__(self, kind: str, folder: Path, processes: int, loops: int) -> None:
         self.port = free_port()
-        self.processes = [self._start(kind, folder, loops) for _ in range(processes)]
-
-    def _start(self, kind: str, folder: Path, loops: int) -> subprocess.Popen[str]:
-        command = [sys.executable, str(HERE / "canned.py"), kind, str(self.port), str(folder), str(loops)]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        assert process.stdout is not None
-        if process.stdout.readline().strip() != "canned_started":
-            raise RuntimeError(f"canned {kind} ({loops} loops) did not start")
-        return process
+        self.servers = [run.Canned(kind, folder, self.port, loops) for _ in range(processes)]
 
     def stop(self) -> None:
-        for process in self.processes:
-            process.terminate()
-            process.wait(timeout=10)
+        for server in self.servers:
+            server.stop()
 
 
 def measure_round(urls: dict[str, str], concurrency: int, reverse: bool) -> dict[str, float]:

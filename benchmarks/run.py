@@ -203,10 +203,20 @@ def capture(server: ServerProcess, models: set[str], folder: Path) -> None:
 
 
 class Canned:
-    def __init__(self, kind: str, folder: Path) -> None:
-        self.port = free_port()
+    """canned.py serving ``kind``; with ``loops``, on ``port`` shared with others (SO_REUSEPORT)."""
+
+    def __init__(self, kind: str, folder: Path, port: int | None = None, loops: int | None = None) -> None:
+        self.port = port or free_port()
+        shared = [] if loops is None else [str(loops)]
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("canned.py")), kind, str(self.port), str(folder)],
+            [
+                sys.executable,
+                str(Path(__file__).with_name("canned.py")),
+                kind,
+                str(self.port),
+                str(folder),
+                *shared,
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
