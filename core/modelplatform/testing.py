@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -67,29 +68,51 @@ _FUNCTIONS: dict[str, ModelFunction] = {}
 
 
 def free_port() -> int:
-    """A port the kernel reports free now, from this test process's share of them.
+    """A port free now, from this test process's share of them.
 
     The port stays free until a server binds it, which takes a moment. Under
     pytest-xdist, worker ``gwI`` of ``N`` (``PYTEST_XDIST_WORKER``,
     ``PYTEST_XDIST_WORKER_COUNT``, inherited by the processes a test starts)
     takes only ports with ``port % N == I``, so two workers never hand out the
-    same port in that moment.
+    same port in that moment. Candidates are drawn here, not taken from
+    ``bind(0)``: Linux offers ``bind(0)`` odd ports only, which left worker
+    ``gw0`` of 2 no port of its share. They lie below Linux's default range
+    for outgoing connections' ports (32768-60999), so no client connection
+    takes one before the server binds it.
     """
     share, workers = _port_share()
-    for _ in range(_SHARE_TRIES):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        # Never one handed out lately: the kernel may pick a closed port again at once, and a
-        # server given it twice (its HTTP and gRPC ports) fails to bind the second.
-        if port % workers == share and port not in _handed_out:
-            break
-    _handed_out.append(port)
-    return port
+    for _ in range(_TRIES):
+        port = _candidate(share, workers)
+        # Never one handed out lately: a server given it twice (its HTTP and gRPC ports)
+        # fails to bind the second.
+        if port not in _handed_out and _bindable(port):
+            _handed_out.append(port)
+            return port
+    raise RuntimeError(f"no free port in {_PORTS.start}-{_PORTS.stop - 1} after {_TRIES} tries")
 
 
-#: Kernel picks tried for a port of this process's share (one in N on average).
-_SHARE_TRIES = 200
+def _candidate(share: int, workers: int) -> int:
+    """A random port of ``_PORTS`` in this share."""
+    port = _RANDOM.randrange(_PORTS.start, _PORTS.stop)
+    port += (share - port) % workers
+    return port if port < _PORTS.stop else port - workers
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+#: Where free ports come from: below the kernel's ports for outgoing connections.
+_PORTS = range(20000, 32768)
+#: Its own generator: a test that seeds ``random`` must not make every process draw alike.
+_RANDOM = random.Random()
+#: Candidates tried before giving up (something holds most of the range).
+_TRIES = 200
 #: The ports this process handed out lately (each is bound by its server within moments).
 _handed_out: deque[int] = deque(maxlen=256)
 
