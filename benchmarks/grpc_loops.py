@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="grpc-loops-"))
-    servers: list = []
+    servers: list[peer.TritonPeer | SharedPort] = []
     with ServerProcess("--model-repository", str(peer.PEER_MODELS), "--load-model", "simple") as ours:
         run.capture(ours, {"simple"}, folder)
         urls = {"ours": ours.grpc_url}
